@@ -1,0 +1,156 @@
+package series
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+)
+
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Read-only, like a tree extracted from a module zip.
+		if err := os.WriteFile(p, []byte(content), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func parse(t *testing.T, data []byte) *Patch {
+	t.Helper()
+	p, err := ParsePatch("0001-test.patch", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var lines = "package a\n\n// 1\n// 2\n// 3\n// 4\n// 5\n// 6\n// 7\n// 8\n// 9\n"
+
+func TestApplyModifyAddDeleteRename(t *testing.T) {
+	before := map[string]string{
+		"a.go":              lines,
+		"gone/old.go":       "package gone\n",
+		"moved/from.go":     "package moved\n\nfunc F() {}\n",
+		"unchanged/keep.go": "package keep\n",
+	}
+	after := map[string]string{
+		"a.go":              strings.Replace(lines, "// 5\n", "// five\n", 1),
+		"added/new_test.go": "package added\n",
+		"moved/to.go":       "package moved\n\nfunc F() {}\n",
+		"unchanged/keep.go": "package keep\n",
+	}
+	p := parse(t, gitPatch(t, before, after, carrySubject))
+	dir := t.TempDir()
+	writeTree(t, dir, before)
+	n, err := p.Apply(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("changed %d files, want 4", n)
+	}
+	got := readTree(t, dir)
+	if keys(got) != keys(after) {
+		t.Fatalf("files = %s, want %s", keys(got), keys(after))
+	}
+	for k, v := range after {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gone")); !os.IsNotExist(err) {
+		t.Errorf("emptied directory gone/ still exists (%v)", err)
+	}
+}
+
+func TestApplyFilter(t *testing.T) {
+	before := map[string]string{"a.go": "package a\n", "a_test.go": "package a\n"}
+	after := map[string]string{"a.go": "package a\n\nvar X = 1\n", "a_test.go": "package a\n\nvar Y = 2\n", "b_test.go": "package a\n"}
+	p := parse(t, gitPatch(t, before, after, carrySubject))
+	dir := t.TempDir()
+	writeTree(t, dir, before)
+	n, err := p.Apply(dir, func(path string) bool { return strings.HasSuffix(path, "_test.go") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("changed %d files, want 2", n)
+	}
+	got := readTree(t, dir)
+	if got["a.go"] != before["a.go"] || got["a_test.go"] != after["a_test.go"] || got["b_test.go"] != after["b_test.go"] {
+		t.Errorf("tree after filtered apply: %q", got)
+	}
+}
+
+func TestApplyConflictNamesHunk(t *testing.T) {
+	before := map[string]string{"a.go": lines}
+	after := map[string]string{"a.go": strings.Replace(lines, "// 8\n", "// eight\n", 1)}
+	p := parse(t, gitPatch(t, before, after, carrySubject))
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.go": strings.Replace(lines, "// 7\n", "// seven\n", 1)})
+	_, err := p.Apply(dir, nil)
+	var ae *ApplyError
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v, want *ApplyError", err)
+	}
+	if ae.File != "a.go" || ae.Hunk != "@@ -7,5 +7,5 @@" || ae.Patch != "0001-test.patch" {
+		t.Errorf("ApplyError = %+v", ae)
+	}
+	if !errors.Is(err, &gitdiff.Conflict{}) {
+		t.Errorf("err %v does not wrap a gitdiff conflict", err)
+	}
+	for _, w := range []string{"0001-test.patch", "a.go", "@@ -7,5 +7,5 @@", "conflict: fragment line does not match src line"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if got := readTree(t, dir)["a.go"]; !strings.Contains(got, "// seven") {
+		t.Errorf("failed apply changed a.go: %q", got)
+	}
+}
+
+func TestApplyMissingAndExistingFiles(t *testing.T) {
+	mod := parse(t, gitPatch(t, map[string]string{"a.go": "package a\n"}, map[string]string{"a.go": "package b\n"}, carrySubject))
+	_, err := mod.Apply(t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "a.go: file to patch does not exist") {
+		t.Errorf("patching a missing file: %v", err)
+	}
+
+	add := parse(t, gitPatch(t, nil, map[string]string{"n.go": "package n\n"}, carrySubject))
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"n.go": "package other\n"})
+	_, err = add.Apply(dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "n.go: new file already exists") {
+		t.Errorf("adding an existing file: %v", err)
+	}
+
+	del := parse(t, gitPatch(t, map[string]string{"d.go": "package d\n"}, map[string]string{"x.go": "package x\n"}, carrySubject))
+	dir = t.TempDir()
+	writeTree(t, dir, map[string]string{"d.go": "package changed\n"})
+	_, err = del.Apply(dir, nil)
+	// git writes "@@ -1 +0,0 @@"; the error spells out both counts.
+	if err == nil || !strings.Contains(err.Error(), "d.go: hunk @@ -1,1 +0,0 @@") {
+		t.Errorf("deleting a file with other content: %v", err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "d.go")); serr != nil {
+		t.Errorf("failed delete removed d.go: %v", serr)
+	}
+}
+
+func TestParsePatchRejectsEscapingPaths(t *testing.T) {
+	data := gitPatch(t, map[string]string{"a.go": "package a\n"}, map[string]string{"a.go": "package b\n"}, carrySubject)
+	data = []byte(strings.ReplaceAll(string(data), "a/a.go", "a/../../etc/a.go"))
+	data = []byte(strings.ReplaceAll(string(data), "b/a.go", "b/../../etc/a.go"))
+	if _, err := ParsePatch("0001-x.patch", data); err == nil || !strings.Contains(err.Error(), "leaves the module directory") {
+		t.Fatalf("ParsePatch = %v", err)
+	}
+}
