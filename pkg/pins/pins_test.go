@@ -1,0 +1,206 @@
+package pins
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/modfile"
+)
+
+const fork = "v0.0.0-20260602065202-e006560fc76a"
+
+// kcpGoMod is shaped like kcp's own go.mod: a k8s.io block and a block of
+// local staging replaces.
+const kcpGoMod = `module github.com/kcp-dev/kcp
+
+go 1.25.0
+
+require (
+	github.com/kcp-dev/sdk v0.0.0
+	k8s.io/api v0.35.0
+)
+
+replace (
+	k8s.io/api => github.com/kcp-dev/kubernetes/staging/src/k8s.io/api ` + fork + `
+	k8s.io/kubernetes => github.com/kcp-dev/kubernetes v1.37.0-alpha.0.0.20260602065202-e006560fc76a
+)
+
+replace (
+	github.com/kcp-dev/apimachinery/v2 => ./staging/src/github.com/kcp-dev/apimachinery
+	github.com/kcp-dev/client-go => ./staging/src/github.com/kcp-dev/client-go
+	github.com/kcp-dev/code-generator/v3 => ./staging/src/github.com/kcp-dev/code-generator
+	github.com/kcp-dev/sdk => ./staging/src/github.com/kcp-dev/sdk
+	github.com/kcp-dev/virtual-workspace-framework => ./staging/src/github.com/kcp-dev/virtual-workspace-framework
+)
+`
+
+// The kcp v0.32.3 tag: .info Time and Origin.Hash as the proxy serves them.
+func source(gomod string) *Source {
+	return &Source{
+		Version:   "v0.32.3",
+		GoModPath: "kcp/go.mod",
+		GoMod:     []byte(gomod),
+		Time:      time.Date(2026, 7, 2, 13, 22, 8, 0, time.UTC),
+		Rev:       "08be0a1c8de29f5ec6fc27d3563288be970bd3b4",
+	}
+}
+
+var wantBlock = []string{
+	"github.com/kcp-dev/apimachinery/v2 => github.com/kcp-dev/apimachinery/v2 v2.32.3",
+	"github.com/kcp-dev/client-go => github.com/kcp-dev/client-go v0.32.3",
+	"github.com/kcp-dev/code-generator/v3 => github.com/kcp-dev/kcp/staging/src/github.com/kcp-dev/code-generator v0.0.0-20260702132208-08be0a1c8de2",
+	"github.com/kcp-dev/sdk => github.com/kcp-dev/sdk v0.32.3",
+	"github.com/kcp-dev/virtual-workspace-framework => github.com/kcp-dev/kcp/staging/src/github.com/kcp-dev/virtual-workspace-framework v0.0.0-20260702132208-08be0a1c8de2",
+	"k8s.io/api => github.com/kcp-dev/kubernetes/staging/src/k8s.io/api " + fork,
+	"k8s.io/kubernetes => github.com/kcp-dev/kubernetes v1.37.0-alpha.0.0.20260602065202-e006560fc76a",
+}
+
+func TestDerive(t *testing.T) {
+	got, err := Derive(source(kcpGoMod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, r := range got {
+		lines = append(lines, r.String())
+	}
+	if strings.Join(lines, "\n") != strings.Join(wantBlock, "\n") {
+		t.Errorf("Derive =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(wantBlock, "\n"))
+	}
+}
+
+func TestDeriveTimeZoneIndependent(t *testing.T) {
+	src := source(kcpGoMod)
+	src.Time = src.Time.In(time.FixedZone("x", -7*3600))
+	got, err := Derive(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got[2].String(), "v0.0.0-20260702132208-08be0a1c8de2") {
+		t.Errorf("pseudo-version depends on the time zone: %s", got[2])
+	}
+}
+
+func TestDeriveErrors(t *testing.T) {
+	unknown := strings.Replace(kcpGoMod, "github.com/kcp-dev/sdk => ./staging/src/github.com/kcp-dev/sdk",
+		"github.com/kcp-dev/sdk => ./staging/src/github.com/kcp-dev/sdk\n\tgithub.com/kcp-dev/brand-new => ./staging/src/github.com/kcp-dev/brand-new", 1)
+	if _, err := Derive(source(unknown)); err == nil || !strings.Contains(err.Error(), "kcp/go.mod:20: replace github.com/kcp-dev/brand-new") {
+		t.Errorf("unknown staging module: %v", err)
+	}
+	local := strings.Replace(kcpGoMod, "./staging/src/github.com/kcp-dev/sdk", "../sdk", 1)
+	if _, err := Derive(source(local)); err == nil || !strings.Contains(err.Error(), "unexpected local replacement") {
+		t.Errorf("local replace outside staging: %v", err)
+	}
+	pre := source(kcpGoMod)
+	pre.Version = "v0.33.0-rc.1"
+	if _, err := Derive(pre); err == nil || !strings.Contains(err.Error(), "not a release version") {
+		t.Errorf("prerelease: %v", err)
+	}
+}
+
+const ourGoMod = `module github.com/kcp-carry/kcp-carry
+
+go 1.26.0
+
+require github.com/kcp-dev/kcp v0.32.3
+
+// an unrelated replace, to be left alone
+replace example.com/x => ./x
+
+`
+
+func derived(t *testing.T) []Replace {
+	t.Helper()
+	want, err := Derive(source(kcpGoMod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+func parseMod(t *testing.T, data []byte) *modfile.File {
+	t.Helper()
+	f, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestRewriteCreatesBlockAndIsIdempotent(t *testing.T) {
+	want := derived(t)
+	f := parseMod(t, []byte(ourGoMod))
+	if v, err := KCPVersion(f); err != nil || v != "v0.32.3" {
+		t.Fatalf("KCPVersion = %q, %v", v, err)
+	}
+	d := Check(f, want, "v0.32.3")
+	if d.Empty() || len(d.Missing) != len(want) || len(d.Extra) != 0 || !strings.Contains(d.Marker, "no replace block") {
+		t.Fatalf("Check(no block) = %+v", d)
+	}
+
+	out, err := Rewrite("go.mod", []byte(ourGoMod), want, "v0.32.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if !strings.HasPrefix(s, ourGoMod) {
+		t.Errorf("rewrite changed the lines before the block:\n%s", s)
+	}
+	begin := strings.Index(s, BeginMarker+" (generated by `carry pins --write` from github.com/kcp-dev/kcp v0.32.3; do not edit)\nreplace (\n")
+	end := strings.Index(s, ")\n\n"+EndMarker+"\n")
+	if begin < 0 || end < begin {
+		t.Fatalf("markers missing or misplaced:\n%s", s)
+	}
+	for _, l := range wantBlock {
+		if !strings.Contains(s[begin:end], "\t"+l+"\n") {
+			t.Errorf("block lacks %q", l)
+		}
+	}
+	if d := Check(parseMod(t, out), want, "v0.32.3"); !d.Empty() {
+		t.Errorf("Check after Rewrite: %v", d.Lines())
+	}
+	again, err := Rewrite("go.mod", out, want, "v0.32.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != s {
+		t.Errorf("second Rewrite changed the file:\n%s", again)
+	}
+}
+
+func TestCheckAndRewriteExistingBlock(t *testing.T) {
+	want := derived(t)
+	good, err := Rewrite("go.mod", []byte(ourGoMod), want, "v0.32.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stale block: one pin changed, one missing, one stray line, an
+	// older marker, and a pinned module replaced again outside the block.
+	stale := strings.Replace(string(good), "github.com/kcp-dev/sdk v0.32.3", "github.com/kcp-dev/sdk v0.32.1", 1)
+	stale = strings.Replace(stale, "\tk8s.io/kubernetes => github.com/kcp-dev/kubernetes v1.37.0-alpha.0.0.20260602065202-e006560fc76a\n", "\texample.com/stray => example.com/stray v1.0.0\n", 1)
+	stale = strings.Replace(stale, "kcp v0.32.3; do not edit", "kcp v0.32.1; do not edit", 1)
+	stale = strings.Replace(stale, "replace example.com/x => ./x", "replace example.com/x => ./x\n\nreplace k8s.io/api => ../api", 1)
+
+	d := Check(parseMod(t, []byte(stale)), want, "v0.32.3")
+	got := strings.Join(d.Lines(), "\n")
+	wantLines := strings.Join([]string{
+		"! marker comment does not name github.com/kcp-dev/kcp v0.32.3",
+		"- example.com/stray => example.com/stray v1.0.0",
+		"- github.com/kcp-dev/sdk => github.com/kcp-dev/sdk v0.32.1",
+		"+ github.com/kcp-dev/sdk => github.com/kcp-dev/sdk v0.32.3",
+		"- k8s.io/api => ../api",
+		"+ k8s.io/kubernetes => github.com/kcp-dev/kubernetes v1.37.0-alpha.0.0.20260602065202-e006560fc76a",
+	}, "\n")
+	if got != wantLines {
+		t.Errorf("Check =\n%s\nwant\n%s", got, wantLines)
+	}
+
+	out, err := Rewrite("go.mod", []byte(stale), want, "v0.32.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != string(good) {
+		t.Errorf("Rewrite(stale) =\n%s\nwant\n%s", out, good)
+	}
+}
