@@ -1,0 +1,66 @@
+// Command testshard runs a test shard built from kcp's fork, not kcp: kcp's
+// embedded etcd, the fork's API server with its watch cache, ConfigMaps,
+// ClusterRoles and Roles, behind kcp's request filters, on 127.0.0.1 only.
+//
+// Logs go to stderr. When the shard is ready it writes <root-dir>/admin.kubeconfig
+// and prints one JSON line on stdout:
+//
+//	{"url":"https://127.0.0.1:PORT","kubeconfig":".../admin.kubeconfig",...}
+//
+// SIGTERM or SIGINT stop it; the temporary root dir is removed unless
+// --keep-root-dir (or --root-dir) is given.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	goflag "flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kcp-carry/kcp-carry/pkg/testshard"
+)
+
+func main() {
+	opts := testshard.NewOptions()
+	fs := pflag.NewFlagSet("testshard", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if err == pflag.ErrHelp {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "testshard:", err)
+		os.Exit(2)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "testshard: unexpected arguments %q\n", fs.Args())
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	opts.OnReady = func(r testshard.Ready) {
+		line, err := json.Marshal(r)
+		if err != nil {
+			klog.ErrorS(err, "encoding ready line")
+			return
+		}
+		fmt.Fprintf(os.Stdout, "%s\n", line)
+	}
+	err := testshard.Run(ctx, *opts)
+	klog.Flush()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testshard:", err)
+		os.Exit(1)
+	}
+}
