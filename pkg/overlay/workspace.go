@@ -1,0 +1,133 @@
+package overlay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+)
+
+// goWorkPlan is the go.work content carry wants, computed before anything
+// is written so that a conflict leaves every file untouched.
+type goWorkPlan struct {
+	path    string
+	data    []byte
+	exists  bool
+	changed bool
+}
+
+// planGoWork makes go.work use rootDir and replace each carried module with
+// its overlay directory, dropping replaces into the overlay of modules no
+// longer carried. A replace of a carried module pointing elsewhere, or an
+// existing go.work not using rootDir, is a conflict: carry will not guess
+// which of the two the user meant.
+func planGoWork(workPath, rootDir, overlayDir string, modules []string, goVersion string) (*goWorkPlan, error) {
+	old, err := os.ReadFile(workPath)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading go.work: %w", err)
+	}
+	wf, err := modfile.ParseWork(workPath, old, nil)
+	if err != nil {
+		return nil, err
+	}
+	workDir := filepath.Dir(workPath)
+	rootRel := relDir(workDir, rootDir)
+	overlayRel := relDir(workDir, overlayDir)
+
+	hasUse := false
+	for _, u := range wf.Use {
+		if path.Clean(u.Path) == path.Clean(rootRel) {
+			hasUse = true
+		}
+	}
+	if !hasUse {
+		if exists {
+			return nil, fmt.Errorf("%s: no `use %s` line; the workspace must use the repository module for the overlay to apply (add the line or delete go.work)", workPath, rootRel)
+		}
+		if err := wf.AddUse(rootRel, ""); err != nil {
+			return nil, err
+		}
+	}
+	if wf.Go == nil {
+		if err := wf.AddGoStmt(goVersion); err != nil {
+			return nil, err
+		}
+	}
+
+	want := map[string]string{}
+	for _, m := range modules {
+		want[m] = overlayRel + "/" + m
+	}
+	present := map[string]bool{}
+	var conflicts []error
+	for _, r := range wf.Replace {
+		if r.Old.Path == "" {
+			continue // dropped below
+		}
+		if dir, carried := want[r.Old.Path]; carried {
+			if r.Old.Version == "" && r.New.Version == "" && path.Clean(r.New.Path) == path.Clean(dir) {
+				present[r.Old.Path] = true
+				continue
+			}
+			conflicts = append(conflicts, fmt.Errorf("%s:%d: replace %s conflicts with the overlay, which needs `replace %s => %s`; remove the line (or stop carrying %s)",
+				workPath, r.Syntax.Start.Line, replaceString(r), r.Old.Path, dir, r.Old.Path))
+			continue
+		}
+		if r.New.Version == "" && isUnder(r.New.Path, overlayRel) {
+			if err := wf.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(conflicts) > 0 {
+		return nil, errors.Join(conflicts...)
+	}
+	for _, m := range modules {
+		if !present[m] {
+			if err := wf.AddReplace(m, "", want[m], ""); err != nil {
+				return nil, err
+			}
+		}
+	}
+	wf.Cleanup()
+	data := modfile.Format(wf.Syntax)
+	return &goWorkPlan{path: workPath, data: data, exists: exists, changed: !exists || !bytes.Equal(data, old)}, nil
+}
+
+func replaceString(r *modfile.Replace) string {
+	s := r.Old.Path
+	if r.Old.Version != "" {
+		s += " " + r.Old.Version
+	}
+	s += " => " + r.New.Path
+	if r.New.Version != "" {
+		s += " " + r.New.Version
+	}
+	return s
+}
+
+// relDir spells target relative to dir the way go.work wants directory
+// paths: "." or starting with "./" or "../"; absolute if there is no relative path.
+func relDir(dir, target string) string {
+	rel, err := filepath.Rel(dir, target)
+	if err != nil {
+		return filepath.ToSlash(target)
+	}
+	rel = filepath.ToSlash(rel)
+	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return rel
+	}
+	return "./" + rel
+}
+
+func isUnder(p, dir string) bool {
+	p, dir = path.Clean(p), path.Clean(dir)
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
