@@ -10,8 +10,8 @@ import (
 
 func TestMainUsageAndExitCodes(t *testing.T) {
 	tests := []struct {
-		args       []string
-		code       int
+		args        []string
+		code        int
 		out, errOut string
 	}{
 		{nil, ExitUsage, "", "usage: carry <command>"},
