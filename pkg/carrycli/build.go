@@ -2,12 +2,18 @@ package carrycli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/kcp-carry/kcp-carry/pkg/kcpbuild"
 )
+
+// ExitUnfetchable is carry build's exit status when kcp's module graph cannot
+// be fetched on this machine, so that `make` can tell "not possible here" from
+// a broken build.
+const ExitUnfetchable = 3
 
 // replaceFlags collects repeated --replace module=dir flags.
 type replaceFlags map[string]string
@@ -58,6 +64,11 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		OutDir:    *out,
 		Progress:  stderr,
 	})
+	var unfetchable *kcpbuild.UnfetchableError
+	if errors.As(err, &unfetchable) {
+		fail(stderr, "build", err)
+		return ExitUnfetchable
+	}
 	if err != nil {
 		return fail(stderr, "build", err)
 	}

@@ -1,0 +1,222 @@
+package kcpbuild
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
+
+	"github.com/kcp-carry/kcp-carry/pkg/atomicfile"
+	"github.com/kcp-carry/kcp-carry/pkg/overlay"
+)
+
+// SourceError says that --kcp-source does not name a usable kcp checkout.
+type SourceError struct {
+	Dir    string
+	Reason string
+}
+
+func (e *SourceError) Error() string {
+	return fmt.Sprintf("--kcp-source %s: not a kcp checkout: %s", e.Dir, e.Reason)
+}
+
+// sourceMode builds a kcp git checkout of any version: the fork pin is read
+// from the checkout's go.mod, the carry is overlaid onto that pin, and the
+// build runs inside a generated workspace (`use` the checkout, `replace` the
+// carried modules), leaving the checkout untouched.
+func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
+	src, err := filepath.Abs(b.opts.KCPSource)
+	if err != nil {
+		return nil, err
+	}
+	kcpMod, err := checkCheckout(src)
+	if err != nil {
+		return nil, err
+	}
+	patchesDir := filepath.Join(b.opts.Root, "staging-patches")
+	carried, err := overlay.CarriedModules(patchesDir)
+	if err != nil {
+		return nil, err
+	}
+	pins, err := overlay.PinsFromGoMod(filepath.Join(src, "go.mod"), carried)
+	if err != nil {
+		return nil, err
+	}
+
+	ovOpts, workDir, err := b.sourceOverlayOptions(pins, src)
+	if err != nil {
+		return nil, err
+	}
+	ov, err := overlay.Run(ctx, ovOpts)
+	if err != nil {
+		return nil, err
+	}
+	overlayDirs := moduleDirs(ov)
+
+	goWork := filepath.Join(workDir, "go.work")
+	if err := b.writeSourceWorkspace(goWork, src, kcpMod, overlayDirs); err != nil {
+		return nil, err
+	}
+
+	var pkgs []string
+	for _, c := range b.opts.Commands {
+		if _, err := os.Stat(filepath.Join(src, filepath.FromSlash(c))); err != nil {
+			b.logf("skipping %s: not in %s", c, src)
+			continue
+		}
+		pkgs = append(pkgs, "./"+c)
+	}
+	if len(pkgs) == 0 {
+		return nil, &SourceError{Dir: src, Reason: fmt.Sprintf("none of %s exists", strings.Join(b.opts.Commands, ", "))}
+	}
+
+	id, err := carryID(patchesDir)
+	if err != nil {
+		return nil, err
+	}
+	v := gitVersionInfo(ctx, src)
+	v.KubeVersion = requiredVersion(kcpMod, "k8s.io/kubernetes")
+	v.CarryID = id
+	v.BuildDate = b.opts.Now
+	ldflags, err := v.LDFlags()
+	if err != nil {
+		return nil, fmt.Errorf("%s/go.mod: %w", src, err)
+	}
+	run := runner{env: b.goEnv(goWork, ""), stderr: b.log}
+	bins, err := b.goBuild(ctx, run, src, pkgs, ldflags, overlayDirs)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Mode: "source", KCPVersion: v.KCPDescribe, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}, nil
+}
+
+// checkCheckout makes sure dir looks like a kcp checkout before anything is
+// written: a go.mod for github.com/kcp-dev/kcp and the cmd/kcp main package.
+func checkCheckout(dir string) (*modfile.File, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, &SourceError{Dir: dir, Reason: err.Error()}
+	}
+	if !st.IsDir() {
+		return nil, &SourceError{Dir: dir, Reason: "not a directory"}
+	}
+	f, err := readModFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return nil, &SourceError{Dir: dir, Reason: err.Error()}
+	}
+	if f.Module == nil || f.Module.Mod.Path != kcpModule {
+		got := "no module statement"
+		if f.Module != nil {
+			got = "module " + f.Module.Mod.Path
+		}
+		return nil, &SourceError{Dir: dir, Reason: fmt.Sprintf("go.mod declares %s, want module %s", got, kcpModule)}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cmd", "kcp")); err != nil {
+		return nil, &SourceError{Dir: dir, Reason: "no cmd/kcp directory"}
+	}
+	return f, nil
+}
+
+// sourceOverlayOptions decides where the checkout's fork pin is overlaid. When
+// the checkout pins the same fork versions as our go.mod, the repository's own
+// overlay serves (and shares its build cache); otherwise a separate overlay
+// under .build/ is built from the checkout's go.sum.
+func (b *builder) sourceOverlayOptions(pins map[string]module.Version, src string) (overlay.Options, string, error) {
+	root := b.opts.Root
+	ours, err := overlay.PinsFromGoMod(filepath.Join(root, "go.mod"), keys(pins))
+	if err == nil && maps.Equal(ours, pins) {
+		return overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log},
+			filepath.Join(root, ".build", "source-"+pathDigest(src)), nil
+	}
+	workDir := filepath.Join(root, ".build", "source-"+pathDigest(src))
+	return overlay.Options{
+		Root:       root,
+		Pins:       pins,
+		GoSumPath:  filepath.Join(src, "go.sum"),
+		OverlayDir: filepath.Join(workDir, "overlay"),
+		Progress:   b.log,
+	}, workDir, nil
+}
+
+// writeSourceWorkspace writes the generated go.work: the checkout as the only
+// workspace module, the carried modules replaced by the overlay, and any
+// --replace directories.
+func (b *builder) writeSourceWorkspace(goWork, src string, kcpMod *modfile.File, overlayDirs map[string]string) error {
+	goVersion := "1.26.0"
+	if kcpMod.Go != nil && semver.Compare("v"+kcpMod.Go.Version, "v"+goVersion) > 0 {
+		goVersion = kcpMod.Go.Version
+	}
+	w := new(modfile.WorkFile)
+	w.Syntax = new(modfile.FileSyntax)
+	if err := w.AddGoStmt(goVersion); err != nil {
+		return err
+	}
+	if err := w.AddUse(src, ""); err != nil {
+		return err
+	}
+	for mod, dir := range overlayDirs {
+		if err := w.AddReplace(mod, "", dir, ""); err != nil {
+			return err
+		}
+	}
+	for mod, dir := range b.opts.Replaces {
+		if err := w.AddReplace(mod, "", dir, ""); err != nil {
+			return err
+		}
+	}
+	w.SortBlocks()
+	w.Cleanup()
+	if err := os.MkdirAll(filepath.Dir(goWork), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(goWork, modfile.Format(w.Syntax), 0o644)
+}
+
+// gitVersionInfo reads what kcp's Makefile reads from git; outside a git
+// checkout it falls back the way the Makefile does.
+func gitVersionInfo(ctx context.Context, dir string) VersionInfo {
+	v := VersionInfo{GitCommit: "local", TreeState: "dirty"}
+	if out, err := git(ctx, dir, "rev-parse", "--short", "HEAD"); err == nil {
+		v.GitCommit = out
+	}
+	if _, err := git(ctx, dir, "diff", "--quiet"); err == nil {
+		v.TreeState = "clean"
+	}
+	v.KCPDescribe = "v0.0.0-" + v.GitCommit
+	if out, err := git(ctx, dir, "describe", "--tags", "--match=v*", "--abbrev=14", v.GitCommit+"^{commit}"); err == nil {
+		v.KCPDescribe = out
+	}
+	return v
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	return strings.TrimSpace(out.String()), err
+}
+
+func pathDigest(p string) string {
+	sum := sha256.Sum256([]byte(p))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+func keys(m map[string]module.Version) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}

@@ -1,0 +1,61 @@
+package kcpbuild
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// VersionInfo is what kcp's Makefile stamps into its binaries through
+// k8s.io/client-go/pkg/version and k8s.io/component-base/version, plus the
+// carry's own mark.
+type VersionInfo struct {
+	// KubeVersion is the k8s.io/kubernetes requirement of kcp's go.mod
+	// (kcp's Makefile takes gitVersion, gitMajor and gitMinor from it).
+	KubeVersion string
+	// KCPDescribe is `git describe --tags --match=v*` of the kcp commit, or
+	// the release tag in module mode.
+	KCPDescribe string
+	// GitCommit is the short kcp commit hash.
+	GitCommit string
+	// TreeState is "clean" or "dirty".
+	TreeState string
+	// CarryID identifies the patch series built in (a digest of its files).
+	CarryID   string
+	BuildDate time.Time
+}
+
+var kubeVersionRE = regexp.MustCompile(`^v(\d+)\.(\d+)`)
+
+// GitVersion is kcp's `<kubernetes version>+kcp-<describe>` with a suffix that
+// marks a build carrying our patches, so `kcp --version` and /version tell a
+// patched shard from a release one.
+func (v VersionInfo) GitVersion() string {
+	return fmt.Sprintf("%s+kcp-%s-carry-%s", v.KubeVersion, v.KCPDescribe, v.CarryID)
+}
+
+// LDFlags returns the -ldflags value kcp's Makefile would use, with the
+// carry-marked gitVersion.
+func (v VersionInfo) LDFlags() (string, error) {
+	m := kubeVersionRE.FindStringSubmatch(v.KubeVersion)
+	if m == nil {
+		return "", fmt.Errorf("k8s.io/kubernetes version %q is not of the form vMAJOR.MINOR...", v.KubeVersion)
+	}
+	values := []struct{ name, value string }{
+		{"gitCommit", v.GitCommit},
+		{"gitTreeState", v.TreeState},
+		{"gitVersion", v.GitVersion()},
+		{"gitMajor", m[1]},
+		{"gitMinor", m[2]},
+		{"buildDate", v.BuildDate.UTC().Format("2006-01-02T15:04:05Z")},
+	}
+	var flags []string
+	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
+		for _, kv := range values {
+			flags = append(flags, fmt.Sprintf("-X %s.%s=%s", pkg, kv.name, kv.value))
+		}
+	}
+	flags = append(flags, "-extldflags '-static'")
+	return strings.Join(flags, " "), nil
+}
