@@ -44,13 +44,8 @@ func (e *ApplyError) Unwrap() error { return e.Err }
 // order. keep selects files by module-relative path (nil keeps all); see
 // Patch.Apply. It returns the number of patches that changed something.
 func (s *Series) Apply(dir string, keep func(path string) bool) (int, error) {
-	return ApplyPatches(s.Patches, dir, keep)
-}
-
-// ApplyPatches applies patches in order to dir; see Series.Apply.
-func ApplyPatches(patches []*Patch, dir string, keep func(path string) bool) (int, error) {
 	applied := 0
-	for _, p := range patches {
+	for _, p := range s.Patches {
 		n, err := p.Apply(dir, keep)
 		if err != nil {
 			return applied, err

@@ -154,3 +154,28 @@ func TestParsePatchRejectsEscapingPaths(t *testing.T) {
 		t.Fatalf("ParsePatch = %v", err)
 	}
 }
+
+func TestSeriesApply(t *testing.T) {
+	p1 := gitPatch(t, map[string]string{"a.go": "package a\n"}, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, carrySubject)
+	p2 := gitPatch(t, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, map[string]string{"a.go": "package a\n\nvar A = 2\n", "a_test.go": "package a\n"}, carrySubject)
+	dir := t.TempDir()
+	writeSeries(t, dir, "0001-one.patch\n0002-two.patch\n", map[string][]byte{"0001-one.patch": p1, "0002-two.patch": p2})
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := t.TempDir()
+	writeTree(t, tree, map[string]string{"a.go": "package a\n"})
+	n, err := s.Apply(tree, func(p string) bool { return strings.HasSuffix(p, "_test.go") })
+	if err != nil || n != 1 {
+		t.Fatalf("tests-only Apply = %d, %v; want 1 patch", n, err)
+	}
+	tree = t.TempDir()
+	writeTree(t, tree, map[string]string{"a.go": "package a\n"})
+	if n, err := s.Apply(tree, nil); err != nil || n != 2 {
+		t.Fatalf("Apply = %d, %v", n, err)
+	}
+	if got := readTree(t, tree)["a.go"]; got != "package a\n\nvar A = 2\n" {
+		t.Errorf("a.go = %q", got)
+	}
+}
