@@ -1,0 +1,193 @@
+package hammer
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// CLI is a parsed hammer command line.
+type CLI struct {
+	Options     Options
+	JSON        bool // print the report as JSON
+	CleanupOnly bool // delete what earlier runs left, then exit
+	Progress    string
+}
+
+// ErrHelp is returned by ParseArgs for -h/--help (usage was printed).
+var ErrHelp = flag.ErrHelp
+
+const usageHead = `Usage: hammer [flags]
+
+Hammers a kcp shard (or the kcp-carry test shard) with concurrent wildcard
+partial-metadata LISTs and WATCHes plus label writers, and checks that
+  (a) every wildcard partial item carries kcp.io/original-api-version equal to
+      the served group/version,
+  (b) afterwards no full-object LIST or GET (watch cache or etcd) shows
+      kcp.io/original-api-version,
+  (c) every object's label equals its last successful write.
+Requests go to <server>/clusters/*/... and <server>/clusters/<name>/....
+
+Exit codes: 0 clean, 1 the hammer failed (setup, seeding), 2 usage,
+3 the server died, 4 a check failed, 5 the server answered 5xx.
+
+Examples:
+  hammer --kubeconfig .kcp/admin.kubeconfig --context shard-base --clusters root
+  hammer --server https://127.0.0.1:6443 --insecure-skip-tls-verify --token T \
+         --clusters a,b,c --duration 30s --json
+  hammer --kubeconfig admin.kubeconfig --context base --sequential-probe
+  hammer --kubeconfig admin.kubeconfig --context base --cleanup-only
+
+Flags:
+`
+
+// ParseArgs parses the hammer's command line (without the program name) into
+// options. Usage and errors go to stderr; a bad flag is an error naming it.
+func ParseArgs(args []string, stderr io.Writer) (*CLI, error) {
+	d := DefaultOptions()
+	fs := flag.NewFlagSet("hammer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
+	}
+	var (
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, unless --server is given)")
+		kubectx    = fs.String("context", "", "kubeconfig context, e.g. shard-base for kcp's admin.kubeconfig (default: the current context)")
+		server     = fs.String("server", "", "server base URL, e.g. https://127.0.0.1:6443 (overrides the kubeconfig's; a /clusters/<name> suffix is dropped)")
+		token      = fs.String("token", "", "bearer token (with --server)")
+		caFile     = fs.String("certificate-authority", "", "CA file to trust (with --server)")
+		insecure   = fs.Bool("insecure-skip-tls-verify", false, "do not verify the server's certificate (with --server)")
+
+		resources = fs.String("resources", "clusterroles,configmaps", "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1)")
+		clusters  = fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed and write in, comma-separated")
+		variants  = fs.String("lister-variants", "", "lister variants, cycled over the listers: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: a mix starting with kcp:0)")
+		scope     = fs.String("scope", string(d.Scope), "where listers and watchers go: wildcard (/clusters/*) or cluster (/clusters/<name>, a control)")
+		writeMode = fs.String("write-mode", string(d.WriteMode), "how writers set the label: update (GET+PUT), patch (merge PATCH), mixed")
+		progress  = fs.String("progress", "auto", "live progress line on stderr: auto (when stderr is a terminal), always, never")
+		probeRV   = fs.String("probe-rv", d.ProbeResourceVersion, `resourceVersion of the --sequential-probe LIST: "0" or ""`)
+		probeMeta = fs.String("probe-meta-version", d.ProbeMetaVersion, "meta.k8s.io version of the --sequential-probe LIST: v1 or v1beta1")
+	)
+	o := d
+	fs.StringVar(&o.Namespace, "namespace", d.Namespace, "namespace of namespaced objects (created when missing)")
+	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
+	fs.StringVar(&o.Prefix, "prefix", d.Prefix, "name prefix of seeded objects")
+	fs.IntVar(&o.Listers, "listers", d.Listers, "concurrent wildcard partial-metadata listers")
+	fs.Int64Var(&o.PageSize, "page-size", d.PageSize, "limit of paginated listers")
+	fs.IntVar(&o.Watchers, "watchers", d.Watchers, "concurrent wildcard partial-metadata watchers")
+	fs.DurationVar(&o.WatchWindow, "watch-window", d.WatchWindow, "how long each watch stays open")
+	fs.IntVar(&o.Writers, "writers", d.Writers, "concurrent label writers")
+	fs.DurationVar(&o.Duration, "duration", d.Duration, "bound of the load")
+	fs.Int64Var(&o.MaxRequests, "max-requests", d.MaxRequests, "request budget of the load (all workers)")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of one request")
+	fs.DurationVar(&o.SyncTimeout, "sync-timeout", d.SyncTimeout, "how long to wait for the watch cache to show the seeded objects")
+	fs.BoolVar(&o.NoSeed, "no-seed", false, "do not create missing objects")
+	fs.BoolVar(&o.Cleanup, "cleanup", false, "delete the objects this run created when it ends")
+	fs.BoolVar(&o.NoVerify, "no-verify", false, "skip checks (b) and (c) after the load")
+	fs.BoolVar(&o.SequentialProbe, "sequential-probe", false, "instead of the load, send one wildcard partial LIST per resource, then check (b)")
+	fs.IntVar(&o.DeathThreshold, "death-threshold", d.DeathThreshold, "transport errors in a row (after successes) that trigger the server-death check")
+	cli := &CLI{}
+	fs.BoolVar(&cli.JSON, "json", false, "print the report as JSON on stdout")
+	fs.BoolVar(&cli.CleanupOnly, "cleanup-only", false, "delete every object earlier runs left (owned label and prefix), then exit")
+
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var errs []error
+	var err error
+	if o.Resources, err = ParseResources(*resources); err != nil {
+		errs = append(errs, fmt.Errorf("--resources: %w", err))
+	}
+	o.Clusters = splitList(*clusters)
+	if o.ListerVariants, err = ParseListerVariants(*variants); err != nil {
+		errs = append(errs, fmt.Errorf("--lister-variants: %w", err))
+	}
+	o.Scope, o.WriteMode = Scope(*scope), WriteMode(*writeMode)
+	o.ProbeResourceVersion, o.ProbeMetaVersion = *probeRV, *probeMeta
+	switch *progress {
+	case "auto", "always", "never":
+		cli.Progress = *progress
+	default:
+		errs = append(errs, fmt.Errorf("--progress: %q is not one of auto, always, never", *progress))
+	}
+	if *server == "" && (*token != "" || *caFile != "" || *insecure) && *kubeconfig == "" {
+		errs = append(errs, errors.New("--token, --certificate-authority and --insecure-skip-tls-verify need --server"))
+	}
+	if len(errs) == 0 {
+		o.Config, err = restConfig(*kubeconfig, *kubectx, *server, *token, *caFile, *insecure)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		v := o
+		if cli.CleanupOnly {
+			v.SequentialProbe = true // a cleanup needs no workers
+		}
+		if err := v.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	cli.Options = o
+	return cli, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// restConfig builds the connection from a kubeconfig (and context), or from
+// --server alone.
+func restConfig(kubeconfig, kubectx, server, token, caFile string, insecure bool) (*rest.Config, error) {
+	if server != "" && kubeconfig == "" {
+		cfg := &rest.Config{Host: server, BearerToken: token}
+		cfg.TLSClientConfig = rest.TLSClientConfig{Insecure: insecure, CAFile: caFile}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubectx}
+	if server != "" {
+		overrides.ClusterInfo.Server = server
+	}
+	if token != "" {
+		overrides.AuthInfo.Token = token
+	}
+	if caFile != "" {
+		overrides.ClusterInfo.CertificateAuthority = caFile
+	}
+	if insecure {
+		overrides.ClusterInfo.InsecureSkipTLSVerify = true
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		where := kubeconfig
+		if where == "" {
+			where = "the default kubeconfig"
+		}
+		if kubectx != "" {
+			where += " context " + kubectx
+		}
+		return nil, fmt.Errorf("--kubeconfig/--context: %s: %w", where, err)
+	}
+	return cfg, nil
+}

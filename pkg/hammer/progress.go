@@ -1,0 +1,56 @@
+package hammer
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// IsTerminal reports whether f is a character device (a terminal), where a
+// live progress line makes sense.
+func IsTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress writes a live status line to opts.Progress every half second
+// until stop is called; stop ends the line.
+func (r *run) progress() (stop func()) {
+	w := r.opts.Progress
+	if w == nil {
+		return func() {}
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	line := func() {
+		total, failed := r.rec.counts()
+		el := time.Since(start)
+		state := "alive"
+		if r.death.dead() {
+			state = "DIED"
+		}
+		fmt.Fprintf(w, "\r\033[K[%5.1fs/%s] %d req (%.0f/s), %d failed · %d partial items · %d watch events · %d writes · server %s",
+			el.Seconds(), r.opts.Duration, total, float64(total)/el.Seconds(), failed,
+			r.partialItems.Load(), r.watchEvents.Load(), r.ledger.successfulWrites(), state)
+	}
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				line()
+				fmt.Fprintln(w)
+				return
+			case <-t.C:
+				line()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}

@@ -1,0 +1,233 @@
+package hammer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+)
+
+// run is the state of one hammer run.
+type run struct {
+	opts     *Options
+	c        *client
+	rec      *recorder
+	death    *deathWatch
+	apiCheck *apiVersionCheck
+	ledger   *ledger
+	objects  []seededObject
+
+	mu      sync.Mutex // guards seed.Deleted
+	seed    SeedResult
+	created []seededObject
+
+	kcpMetaOnce sync.Once
+	kcpMeta     kcpdynamic.ClusterInterface
+	kcpMetaErr  error
+
+	partialItems atomic.Int64
+	watchEvents  atomic.Int64
+}
+
+// Run seeds, loads (or probes), verifies and optionally cleans up, and
+// reports. The error is for options that cannot run (the CLI's exit 2);
+// everything that happens to the server is in the report.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := BaseConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	r := &run{opts: &opts, rec: newRecorder(), apiCheck: newAPIVersionCheck(), ledger: newLedger()}
+	r.objects = seededObjects(&opts)
+	r.death = newDeathWatch(opts.DeathThreshold, nil, cancel)
+	if r.c, err = newClient(cfg, r.rec, r.death, opts.RequestTimeout); err != nil {
+		return nil, err
+	}
+	r.death.dial = dialer(r.c.hostport())
+
+	rep := &Report{
+		Target: cfg.Host, Mode: "load", Scope: opts.Scope, Clusters: opts.Clusters,
+		Watchers: opts.Watchers, Writers: opts.Writers, WriteMode: string(opts.WriteMode),
+		Budget: opts.MaxRequests, Bound: opts.Duration.String(), Started: time.Now(),
+	}
+	for _, res := range opts.Resources {
+		rep.Resources = append(rep.Resources, res.String())
+	}
+	if opts.SequentialProbe {
+		rep.Mode, rep.Scope = "probe", ScopeWildcard
+		rep.Watchers, rep.Writers, rep.WriteMode, rep.Budget, rep.Bound = 0, 0, "", int64(len(opts.Resources)), ""
+	} else {
+		for _, v := range variantsFor(opts.ListerVariants, opts.Listers) {
+			rep.Listers = append(rep.Listers, v.Name())
+		}
+	}
+
+	if opts.ServerExited != nil {
+		go func() {
+			select {
+			case <-opts.ServerExited:
+				r.death.exited(time.Now())
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	loadStart, loadElapsed := r.phases(ctx, rep)
+
+	rep.Elapsed = time.Since(rep.Started)
+	rep.LoadElapsed = loadElapsed
+	rep.Ops = r.rec.snapshot(loadElapsed, "list ", "watch ", "write ")
+	rep.SetupOps = r.rec.snapshot(rep.Elapsed, "seed ", "verify ", "cleanup ")
+	for _, o := range rep.Ops {
+		rep.Requests += o.Count
+		rep.Failed += o.Count - o.OK
+	}
+	if loadElapsed > 0 {
+		rep.ReqPerSec = float64(rep.Requests) / loadElapsed.Seconds()
+	}
+	rep.Seed = r.seed
+	rep.PartialItems = r.partialItems.Load()
+	rep.WatchEvents = r.watchEvents.Load()
+	rep.SuccessfulWrites = r.ledger.successfulWrites()
+	rep.APIVersion = r.apiCheck.result()
+	if opts.Scope == ScopeCluster && !opts.SequentialProbe {
+		rep.APIVersion.Note = "not applicable: kcp annotates wildcard partial items only"
+	}
+	rep.Death = r.death.state()
+	if rep.Death.Died {
+		base := rep.Started
+		if !loadStart.IsZero() && !rep.Death.At.Before(loadStart) {
+			base = loadStart
+		}
+		rep.TimeToDeath = rep.Death.At.Sub(base)
+	}
+	rep.finish()
+	return rep, nil
+}
+
+// phases runs seeding, the load or probe, verification and cleanup, filling
+// rep's checks and error; it returns when the load started and how long it ran.
+func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loadElapsed time.Duration) {
+	opts := r.opts
+	fail := func(format string, args ...any) {
+		if rep.Error == "" {
+			rep.Error = fmt.Sprintf(format, args...)
+		}
+	}
+	rep.Pollution = CheckResult{Name: "b: no pollution", Note: "skipped"}
+	rep.Lost = CheckResult{Name: "c: nothing lost", Note: "skipped"}
+	if opts.NoVerify {
+		rep.Pollution.Note, rep.Lost.Note = "--no-verify", "--no-verify"
+	}
+
+	if !opts.NoSeed {
+		r.phase("seed")
+		if err := r.seedObjects(ctx); err != nil && !r.death.dead() {
+			fail("seeding: %v", err)
+			return
+		}
+	}
+	r.phase("sync")
+	if err := r.waitForCache(ctx); err != nil && !r.death.dead() {
+		fail("%v", err)
+		return
+	}
+	if r.death.dead() {
+		return
+	}
+
+	loadStart = time.Now()
+	withWrites := false
+	if opts.SequentialProbe {
+		r.phase("probe")
+		v := ListerVariant{MetaVersion: opts.ProbeMetaVersion, ResourceVersion: opts.ProbeResourceVersion}
+		for _, res := range opts.Resources {
+			if err := r.listPartial(ctx, r.c, v, res, "*"); err != nil {
+				fail("probe: %v", err)
+				break
+			}
+		}
+	} else {
+		r.phase("load")
+		withWrites = opts.Writers > 0
+		r.load(ctx)
+	}
+	loadElapsed = time.Since(loadStart)
+
+	if !opts.NoVerify && !r.death.dead() && ctx.Err() == nil {
+		r.phase("verify")
+		rep.Pollution, rep.Lost = r.verify(ctx, withWrites)
+	} else if r.death.dead() {
+		rep.Pollution.Note, rep.Lost.Note = "the server died", "the server died"
+	}
+	if opts.Cleanup && !r.death.dead() && ctx.Err() == nil {
+		r.phase("cleanup")
+		if err := r.cleanup(ctx); err != nil {
+			fail("cleanup: %v", err)
+		}
+	}
+	return loadStart, loadElapsed
+}
+
+func (r *run) phase(p string) {
+	r.death.setPhase(p)
+	if r.opts.Logf != nil {
+		r.opts.Logf("hammer: %s", p)
+	}
+}
+
+// load runs the listers, watchers and writers until the duration bound, the
+// request budget, or the server's death.
+func (r *run) load(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Duration)
+	defer cancel()
+	c := r.c.withBudget(newBudget(r.opts.MaxRequests))
+	var wg sync.WaitGroup
+	for _, v := range variantsFor(r.opts.ListerVariants, r.opts.Listers) {
+		wg.Go(func() { r.lister(ctx, c, v) })
+	}
+	for i := 0; i < r.opts.Watchers; i++ {
+		mv := "v1"
+		if i%2 == 1 {
+			mv = "v1beta1"
+		}
+		wg.Go(func() { r.watcher(ctx, c, mv) })
+	}
+	for w := 0; w < r.opts.Writers; w++ {
+		wg.Go(func() { r.writer(ctx, c, w, r.opts.Writers) })
+	}
+	stop := r.progress()
+	wg.Wait()
+	stop()
+}
+
+// CleanupAll deletes, in every logical cluster of opts, each object of
+// opts.Resources that carries OwnedLabel and whose name starts with
+// opts.Prefix: what earlier runs left behind. It returns how many it deleted.
+func CleanupAll(ctx context.Context, opts Options) (int, error) {
+	check := opts
+	check.SequentialProbe = true // a cleanup needs no workers
+	if err := check.Validate(); err != nil {
+		return 0, err
+	}
+	cfg, err := BaseConfig(opts.Config)
+	if err != nil {
+		return 0, err
+	}
+	r := &run{opts: &opts, rec: newRecorder(), apiCheck: newAPIVersionCheck(), ledger: newLedger()}
+	r.death = newDeathWatch(opts.DeathThreshold, func(context.Context) error { return nil }, nil)
+	if r.c, err = newClient(cfg, r.rec, r.death, opts.RequestTimeout); err != nil {
+		return 0, err
+	}
+	err = r.cleanupAll(ctx)
+	return r.seed.Deleted, err
+}
