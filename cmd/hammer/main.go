@@ -1,0 +1,65 @@
+// Command hammer drives a kcp shard (or the kcp-carry test shard) with
+// concurrent wildcard partial-metadata LISTs and WATCHes and label writers,
+// and checks the kcp.io/original-api-version carry: see pkg/hammer and
+// `hammer --help`. Exit codes: 0 clean, 1 hammer failed, 2 usage, 3 server
+// died, 4 check violated, 5 server answered 5xx.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kcp-carry/kcp-carry/pkg/hammer"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cli, err := hammer.ParseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, hammer.ErrHelp) {
+		return hammer.ExitClean
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hammer: %v\n(see hammer --help)\n", err)
+		return hammer.ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if cli.CleanupOnly {
+		n, err := hammer.CleanupAll(ctx, cli.Options)
+		fmt.Printf("hammer: deleted %d objects\n", n)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hammer: cleanup: %v\n", err)
+			return hammer.ExitFailure
+		}
+		return hammer.ExitClean
+	}
+
+	opts := cli.Options
+	if cli.Progress == "always" || (cli.Progress == "auto" && hammer.IsTerminal(os.Stderr)) {
+		opts.Progress = os.Stderr
+		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	rep, err := hammer.Run(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hammer: %v\n", err)
+		return hammer.ExitUsage
+	}
+	if cli.JSON {
+		err = rep.WriteJSON(os.Stdout)
+	} else {
+		err = rep.WriteText(os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hammer: writing the report: %v\n", err)
+		return hammer.ExitFailure
+	}
+	return rep.ExitCode
+}
