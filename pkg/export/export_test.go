@@ -1,0 +1,456 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/mod/module"
+
+	"github.com/kcp-carry/kcp-carry/internal/testproxy"
+)
+
+const forkVersion = "v0.0.0-20260101000000-aaaaaaaaaaaa"
+
+// fixtureModule is a synthetic fork module and its carry.
+type fixtureModule struct {
+	module   string // the go.mod's module path
+	forkPath string // where the fork publishes it
+	requires []string
+	files    map[string]string
+	patches  []fixturePatch
+}
+
+type fixturePatch struct {
+	name    string
+	message string
+	edit    func(t *testing.T, dir string)
+}
+
+// newCarryFixture serves the modules' pristine trees from a file:// proxy
+// and writes a project root pinning them (go.mod replaces, go.sum) with a
+// carry in staging-patches/ made by git from the fixture's edits.
+func newCarryFixture(t *testing.T, mods []fixtureModule) string {
+	t.Helper()
+	needGit(t)
+	base := t.TempDir()
+	proxy := proxyEnv(t, base)
+	root := filepath.Join(base, "proj")
+	gomod := "module github.com/kcp-carry/kcp-carry\n\ngo 1.22\n\nrequire (\n"
+	for _, m := range mods {
+		gomod += "\t" + m.module + " v0.1.0\n"
+	}
+	gomod += ")\n\n"
+	var gosum, replaces string
+	for _, m := range mods {
+		src := filepath.Join(base, "src", m.module)
+		mf := "module " + m.module + "\n\ngo 1.22\n"
+		for _, r := range m.requires {
+			mf += "\nrequire " + r + " v0.0.0\n"
+		}
+		write(t, filepath.Join(src, "go.mod"), mf)
+		for name, content := range m.files {
+			write(t, filepath.Join(src, filepath.FromSlash(name)), content)
+		}
+		fork := module.Version{Path: m.forkPath, Version: forkVersion}
+		h1, err := testproxy.Add(proxy, fork, src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gosum += fork.Path + " " + fork.Version + " " + h1 + "\n"
+		replaces += "replace " + m.module + " => " + fork.Path + " " + fork.Version + "\n"
+
+		// The carry: commits on a git copy of the pristine tree.
+		work := filepath.Join(base, "carry", m.module)
+		if err := os.CopyFS(work, os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+		git(t, work, "init", "-q")
+		git(t, work, "add", "-A", ".")
+		git(t, work, "commit", "-q", "-m", "pristine")
+		patchesDir := filepath.Join(root, "staging-patches", filepath.FromSlash(m.module))
+		series := "# carry of " + m.module + "\n"
+		for _, p := range m.patches {
+			p.edit(t, work)
+			write(t, filepath.Join(patchesDir, p.name), commitPatch(t, work, p.message))
+			series += p.name + "\n"
+		}
+		write(t, filepath.Join(patchesDir, "series"), series)
+	}
+	write(t, filepath.Join(root, "go.mod"), gomod+replaces)
+	write(t, filepath.Join(root, "go.sum"), gosum)
+	return root
+}
+
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	content := read(t, path)
+	if !strings.Contains(content, old) {
+		t.Fatalf("%s does not contain %q", path, old)
+	}
+	write(t, path, strings.Replace(content, old, new, 1))
+}
+
+const handlersGo = `package handlers
+
+// Serve stands in for the response path.
+func Serve() string {
+	a := "one"
+	b := "two"
+	c := "three"
+	d := "four"
+	return a + b + c + d
+}
+`
+
+// stagingFixture is two modules in Kubernetes' staging layout whose
+// dependency order (zmachinery, then aserver, which requires it) is not
+// their path order, and whose carry renames, deletes and creates files.
+func stagingFixture(t *testing.T) string {
+	return newCarryFixture(t, []fixtureModule{
+		{
+			module:   "example.com/aserver",
+			forkPath: "example.com/fork/staging/src/example.com/aserver",
+			requires: []string{"example.com/zmachinery", "example.com/uncarried"},
+			files: map[string]string{
+				"handlers/old.go":  handlersGo,
+				"handlers/gone.go": "package handlers\n\nconst gone = 1\n",
+				"handlers/keep.go": "package handlers\n\nconst keep = 1\n",
+			},
+			patches: []fixturePatch{
+				{
+					name:    "0001-UPSTREAM-carry-handlers-move-serve.patch",
+					message: "UPSTREAM: <carry>: handlers: move Serve to new.go\n\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n\nSigned-off-by: Carry Tester <tester@example.com>\n",
+					edit: func(t *testing.T, dir string) {
+						git(t, dir, "mv", "handlers/old.go", "handlers/new.go")
+						editFile(t, filepath.Join(dir, "handlers/new.go"), `"four"`, `"4"`)
+						git(t, dir, "rm", "-q", "handlers/gone.go")
+						editFile(t, filepath.Join(dir, "handlers/keep.go"), "keep = 1", "keep = 2")
+						write(t, filepath.Join(dir, "hack/run.sh"), "#!/bin/sh\necho run\n")
+						if err := os.Chmod(filepath.Join(dir, "hack/run.sh"), 0o755); err != nil {
+							t.Fatal(err)
+						}
+					},
+				},
+				{
+					name:    "0002-UPSTREAM-carry-handlers-edit-serve.patch",
+					message: "UPSTREAM: 12345: handlers: change Serve again\n\nChange it.\n\nThe new tests check it.\n",
+					edit: func(t *testing.T, dir string) {
+						editFile(t, filepath.Join(dir, "handlers/new.go"), `"one"`, `"1"`)
+						write(t, filepath.Join(dir, "handlers/new_test.go"), "package handlers\n")
+					},
+				},
+			},
+		},
+		{
+			module:   "example.com/zmachinery",
+			forkPath: "example.com/fork/staging/src/example.com/zmachinery",
+			files:    map[string]string{"meta/meta.go": "package meta\n\nvar Owned = false\n"},
+			patches: []fixturePatch{{
+				name:    "0001-UPSTREAM-carry-meta-own-the-maps.patch",
+				message: "UPSTREAM: <carry>: meta: own the maps\n\nThe maps were shared\nwith the cache.\n\nClone the maps: the <carry> owns\n/clusters/*/ now.\n\nThe new tests check ownership.\n\nSigned-off-by: Carry Tester <tester@example.com>\n",
+				edit: func(t *testing.T, dir string) {
+					editFile(t, filepath.Join(dir, "meta/meta.go"), "false", "true")
+					write(t, filepath.Join(dir, "meta/meta_test.go"), "package meta\n")
+				},
+			}},
+		},
+	})
+}
+
+var stagingDirs = map[string]string{
+	"example.com/aserver":    "staging/src/example.com/aserver",
+	"example.com/zmachinery": "staging/src/example.com/zmachinery",
+}
+
+func TestExportStagingLayout(t *testing.T) {
+	root := stagingFixture(t)
+	out := filepath.Join(filepath.Dir(root), "out")
+	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if res.Repo != "example.com/fork" || res.Base != "aaaaaaaaaaaa" || res.OutDir != out || res.PR != filepath.Join(out, PRFile) {
+		t.Errorf("result = %+v", res)
+	}
+	var order []string
+	for _, m := range res.Modules {
+		order = append(order, m.Module+" "+m.Dir+" "+strings.Join(m.Requires, ","))
+	}
+	if want := []string{"example.com/zmachinery staging/src/example.com/zmachinery ", "example.com/aserver staging/src/example.com/aserver example.com/zmachinery"}; !slices.Equal(order, want) {
+		t.Errorf("modules = %q, want %q", order, want)
+	}
+	var files []string
+	for _, p := range res.Patches {
+		files = append(files, p.File+" "+p.Module)
+	}
+	if want := []string{
+		"0001-UPSTREAM-carry-meta-own-the-maps.patch example.com/zmachinery",
+		"0002-UPSTREAM-carry-handlers-move-Serve-to-new.go.patch example.com/aserver",
+		"0003-UPSTREAM-12345-handlers-change-Serve-again.patch example.com/aserver",
+	}; !slices.Equal(files, want) {
+		t.Errorf("patches = %q, want %q", files, want)
+	}
+
+	// Paths are fork paths everywhere, renames, new and deleted files and
+	// the diffstat included; headers come from the carry patches.
+	p2 := read(t, filepath.Join(out, res.Patches[1].File))
+	for _, want := range []string{
+		"From: Carry Tester <tester@example.com>\nDate: Thu, 1 Jan 2026 01:00:00 +0100\n",
+		"Subject: [PATCH 2/3] UPSTREAM: <carry>: handlers: move Serve to new.go\n",
+		"\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n\nSigned-off-by: Carry Tester <tester@example.com>\n---\n",
+		" staging/src/example.com/aserver/hack/run.sh",
+		" staging/src/example.com/aserver/handlers/{old.go => new.go}",
+		" create mode 100755 staging/src/example.com/aserver/hack/run.sh\n",
+		" delete mode 100644 staging/src/example.com/aserver/handlers/gone.go\n",
+		" rename staging/src/example.com/aserver/handlers/{old.go => new.go} (",
+		"diff --git a/staging/src/example.com/aserver/handlers/old.go b/staging/src/example.com/aserver/handlers/new.go\n",
+		"rename from staging/src/example.com/aserver/handlers/old.go\nrename to staging/src/example.com/aserver/handlers/new.go\n",
+		"diff --git a/staging/src/example.com/aserver/hack/run.sh b/staging/src/example.com/aserver/hack/run.sh\nnew file mode 100755\n",
+		"--- /dev/null\n+++ b/staging/src/example.com/aserver/hack/run.sh\n",
+		"deleted file mode 100644\n",
+		"--- a/staging/src/example.com/aserver/handlers/gone.go\n+++ /dev/null\n",
+	} {
+		if !strings.Contains(p2, want) {
+			t.Errorf("%s lacks %q:\n%s", res.Patches[1].File, want, p2)
+		}
+	}
+	if !strings.HasPrefix(p2, "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n") {
+		t.Errorf("%s does not start like git format-patch --zero-commit output:\n%s", res.Patches[1].File, p2)
+	}
+	unmapped := regexp.MustCompile(`(?m)^(diff --git a/|--- a/|\+\+\+ b/|rename from |rename to )(?:[^s]|s[^t])`)
+	for _, p := range exportedPatches(t, out) {
+		if m := unmapped.FindString(read(t, p)); m != "" {
+			t.Errorf("%s has a path outside the fork directories: %q", filepath.Base(p), m)
+		}
+	}
+	if got := read(t, filepath.Join(out, res.Patches[2].File)); !strings.Contains(got, "Subject: [PATCH 3/3] UPSTREAM: 12345: handlers: change Serve again\n") {
+		t.Errorf("third patch subject:\n%s", got)
+	}
+
+	compareWithOverlay(t, root, out, stagingDirs)
+
+	pr := read(t, res.PR)
+	for _, want := range []string{
+		"# Stop wildcard partial-metadata requests from writing into the watch cache\n",
+		"3 commits for `example.com/fork` on `aaaaaaaaaaaa`, in module dependency order:",
+		"- `example.com/aserver` (`staging/src/example.com/aserver/`): 2 commits, after `example.com/zmachinery`, which its go.mod requires",
+		"**1/3 `UPSTREAM: <carry>: meta: own the maps`** (`example.com/zmachinery`, +2 −1): Clone the maps: the \\<carry\\> owns /clusters/\\*/ now.\n",
+		"- 1/3: `staging/src/example.com/zmachinery/meta/meta_test.go` (new). The new tests check ownership.\n",
+		"- 2/3: no test changes\n",
+		"Not run in this export (run `carry verify`).",
+		"### Live suite\n\nNot measured in this export (run `make evidence`).",
+		"### Benchmarks\n\nNot measured in this export (run `make evidence`).",
+	} {
+		if !strings.Contains(pr, want) {
+			t.Errorf("PR.md lacks %q:\n%s", want, pr)
+		}
+	}
+	if entries, err := filepath.Glob(filepath.Join(filepath.Dir(out), ".out.tmp-*")); err != nil || len(entries) > 0 {
+		t.Errorf("temporary output left behind: %v %v", entries, err)
+	}
+
+	// Deterministic: a second export with --force is byte-identical.
+	again := filepath.Join(t.TempDir(), "again")
+	if _, err := Run(context.Background(), Options{Root: root, OutDir: again, NoVerify: true}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := TreeFiles(out, nil)
+	b, _ := TreeFiles(again, nil)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("two exports differ:\n%s", diff)
+	}
+}
+
+// TestCompareWithOverlayFails is the positive control of the tree
+// comparison: an exported series that changes a line differently, or that
+// does not apply, must be caught.
+func TestCompareWithOverlayFails(t *testing.T) {
+	root := stagingFixture(t)
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true}); err != nil {
+		t.Fatal(err)
+	}
+	patches := exportedPatches(t, out)
+	want := overlayTrees(t, root)
+
+	// A different added line: applies, but the trees differ.
+	tampered := filepath.Join(t.TempDir(), "tampered.patch")
+	write(t, tampered, strings.Replace(read(t, patches[0]), "+var Owned = true", "+var Owned = !false", 1))
+	got, err := patchedTrees(t, root, stagingDirs, []string{tampered, patches[1], patches[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); !strings.Contains(diff, "meta/meta.go") {
+		t.Errorf("tampered series not caught; diff:\n%s", diff)
+	}
+
+	// A context line that is not in the pristine tree: does not apply.
+	broken := filepath.Join(t.TempDir(), "broken.patch")
+	write(t, broken, strings.Replace(read(t, patches[0]), " package meta\n", " package metax\n", 1))
+	if _, err := patchedTrees(t, root, stagingDirs, []string{broken}); err == nil {
+		t.Errorf("a series that does not apply was applied")
+	}
+
+	// A module-relative series (the carry itself) is not a fork series.
+	if _, err := patchedTrees(t, root, stagingDirs, []string{filepath.Join(root, "staging-patches/example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch")}); err == nil {
+		t.Errorf("module-relative paths applied at the fork root")
+	}
+}
+
+// TestExportForkRoot: a module replaced by the fork root maps to the
+// repository root, next to a staging module it requires.
+func TestExportForkRoot(t *testing.T) {
+	root := newCarryFixture(t, []fixtureModule{
+		{
+			module:   "example.com/kube",
+			forkPath: "github.com/example/fork",
+			requires: []string{"example.com/lib"},
+			files:    map[string]string{"cmd/main.go": "package main\n\nfunc main() {}\n", "README.md": "fork\n"},
+			patches: []fixturePatch{{
+				name:    "0001-UPSTREAM-carry-cmd-say-hello.patch",
+				message: "UPSTREAM: <carry>: cmd: say hello\n\nSay hello.\n",
+				edit: func(t *testing.T, dir string) {
+					editFile(t, filepath.Join(dir, "cmd/main.go"), "func main() {}", "func main() { println(\"hello\") }")
+				},
+			}},
+		},
+		{
+			module:   "example.com/lib",
+			forkPath: "github.com/example/fork/staging/src/example.com/lib",
+			files:    map[string]string{"lib.go": "package lib\n"},
+			patches: []fixturePatch{{
+				name:    "0001-UPSTREAM-carry-lib-add-a-file.patch",
+				message: "UPSTREAM: <carry>: lib: add a file\n\nAdd it.\n",
+				edit: func(t *testing.T, dir string) {
+					write(t, filepath.Join(dir, "added.go"), "package lib\n\nconst Added = true\n")
+				},
+			}},
+		},
+	})
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Repo != "github.com/example/fork" || len(res.Patches) != 2 || res.Patches[0].Module != "example.com/lib" {
+		t.Fatalf("result = %+v", res)
+	}
+	if got := read(t, filepath.Join(out, res.Patches[0].File)); !strings.Contains(got, "diff --git a/staging/src/example.com/lib/added.go b/staging/src/example.com/lib/added.go\nnew file mode 100644\n") {
+		t.Errorf("staging module patch:\n%s", got)
+	}
+	if got := read(t, filepath.Join(out, res.Patches[1].File)); !strings.Contains(got, "diff --git a/cmd/main.go b/cmd/main.go\n") {
+		t.Errorf("fork root patch:\n%s", got)
+	}
+	if !strings.Contains(read(t, res.PR), "[github.com/example/fork](https://github.com/example/fork)") {
+		t.Errorf("PR.md does not link the repository")
+	}
+	compareWithOverlay(t, root, out, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
+}
+
+func TestExportOutDir(t *testing.T) {
+	root := stagingFixture(t)
+	ctx := context.Background()
+
+	// An existing non-empty directory is refused and left alone.
+	out := filepath.Join(t.TempDir(), "out")
+	write(t, filepath.Join(out, "keep.txt"), "mine")
+	_, err := Run(ctx, Options{Root: root, OutDir: out, NoVerify: true})
+	if err == nil || !strings.Contains(err.Error(), "--out "+out+": exists and is not empty") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("non-empty --out: %v", err)
+	}
+	if read(t, filepath.Join(out, "keep.txt")) != "mine" {
+		t.Errorf("--out changed")
+	}
+	// --force replaces it.
+	if _, err := Run(ctx, Options{Root: root, OutDir: out, NoVerify: true, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "keep.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--force kept old content: %v", err)
+	}
+	if len(exportedPatches(t, out)) != 3 {
+		t.Errorf("--force: patches not written")
+	}
+
+	// An empty directory is fine.
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, Options{Root: root, OutDir: empty, NoVerify: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A file is not a directory.
+	file := filepath.Join(t.TempDir(), "file")
+	write(t, file, "x")
+	if _, err := Run(ctx, Options{Root: root, OutDir: file, NoVerify: true, Force: true}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+		t.Errorf("file --out: %v", err)
+	}
+
+	// A carry patch that does not apply to the fork: the error names it,
+	// and nothing is written.
+	patch := filepath.Join(root, "staging-patches/example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch")
+	write(t, patch, strings.Replace(read(t, patch), "-var Owned = false", "-var Owned = maybe", 1))
+	failed := filepath.Join(t.TempDir(), "failed")
+	_, err = Run(ctx, Options{Root: root, OutDir: failed, NoVerify: true})
+	if err == nil || !strings.Contains(err.Error(), "example.com/zmachinery: patch "+patch+" does not apply to example.com/fork at aaaaaaaaaaaa in staging/src/example.com/zmachinery/") {
+		t.Errorf("patch that does not apply: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(failed)); len(entries) != 0 {
+		t.Errorf("failed export left %v", entries)
+	}
+}
+
+func TestExportBadInput(t *testing.T) {
+	root := stagingFixture(t)
+	ctx := context.Background()
+	out := filepath.Join(t.TempDir(), "out")
+	check := func(name string, opts Options, want string) {
+		t.Helper()
+		opts.Root, opts.OutDir = root, out
+		if _, err := Run(ctx, opts); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", name, err, want)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %s written", name, out)
+		}
+	}
+	check("explicit missing suite report", Options{NoVerify: true, SuiteReport: filepath.Join(root, "nope.json")}, "--suite-report: open ")
+	check("explicit missing benchstat", Options{NoVerify: true, Benchstat: filepath.Join(root, "nope.txt")}, "--benchstat: open ")
+	check("verify report and no verify", Options{NoVerify: true, VerifyReport: "x.json"}, "--verify-report and --no-verify exclude each other")
+	check("missing verify report", Options{VerifyReport: filepath.Join(root, "nope.json")}, "--verify-report: open ")
+	if _, err := Run(ctx, Options{Root: root}); err == nil || !strings.Contains(err.Error(), "--out") {
+		t.Errorf("no --out: %v", err)
+	}
+
+	// A missing pin names go.mod and the module.
+	gomod := filepath.Join(root, "go.mod")
+	saved := read(t, gomod)
+	write(t, gomod, regexp.MustCompile(`(?m)^replace example.com/aserver .*\n`).ReplaceAllString(saved, ""))
+	check("missing pin", Options{NoVerify: true}, gomod+": no replace directive for example.com/aserver")
+	write(t, gomod, saved)
+
+	// Modules from two different forks cannot be one pull request.
+	gosum := filepath.Join(root, "go.sum")
+	savedSum := read(t, gosum)
+	write(t, gosum, savedSum+strings.Replace(strings.SplitAfter(savedSum, "\n")[0], "example.com/fork/", "example.com/other/", 1))
+	write(t, gomod, strings.Replace(saved, "example.com/aserver => example.com/fork/staging/src/example.com/aserver", "example.com/aserver => example.com/other/staging/src/example.com/aserver", 1))
+	check("two repositories", Options{NoVerify: true}, "example.com/aserver is pinned to example.com/other/staging/src/example.com/aserver@"+forkVersion+" (repository example.com/other at aaaaaaaaaaaa) but example.com/zmachinery to example.com/fork/staging/src/example.com/zmachinery@"+forkVersion+" (repository example.com/fork at aaaaaaaaaaaa); one pull request needs one repository and commit")
+	write(t, gomod, saved)
+	write(t, gosum, savedSum)
+
+	// A subject outside the UPSTREAM: convention names the file and line.
+	patch := filepath.Join(root, "staging-patches/example.com/aserver/0002-UPSTREAM-carry-handlers-edit-serve.patch")
+	write(t, patch, strings.Replace(read(t, patch), "Subject: [PATCH] UPSTREAM: 12345: handlers:", "Subject: [PATCH] handlers:", 1))
+	check("bad subject", Options{NoVerify: true}, patch+`:4: subject "handlers: change Serve again" does not match`)
+}
