@@ -1,0 +1,78 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExportTheCarry exports this repository's carry and checks, outside
+// the export code, that the series applied with plain `git am` to the
+// pristine fork modules (the go.sum-verified zips at their fork paths)
+// gives exactly the trees `carry overlay` builds (overlay.Run, into a
+// scratch directory). It uses the real module cache and proxy, like
+// `carry overlay`.
+func TestExportTheCarry(t *testing.T) {
+	needGit(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "staging-patches")); err != nil {
+		t.Skipf("not in the kcp-carry repository: %v", err)
+	}
+	// Evidence files of its own, not the repository's evidence/, which
+	// other runs write.
+	scratch := t.TempDir()
+	suite, bench := filepath.Join(scratch, "suite.txt"), filepath.Join(scratch, "bench.txt")
+	write(t, suite, "suite result\n")
+	write(t, bench, "benchstat table\n")
+	out := filepath.Join(scratch, "pr")
+	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true, SuiteReport: suite, Benchstat: bench})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Repo != "github.com/kcp-dev/kubernetes" {
+		t.Errorf("repo = %s", res.Repo)
+	}
+	if len(res.Modules) < 2 || res.Modules[0].Module != "k8s.io/apimachinery" || res.Modules[1].Module != "k8s.io/apiserver" {
+		t.Errorf("module order = %+v; want k8s.io/apimachinery before k8s.io/apiserver", res.Modules)
+	}
+	dirs := map[string]string{}
+	for _, m := range res.Modules {
+		if want := "staging/src/" + m.Module; m.Dir != want {
+			t.Errorf("%s maps to %q, want %q", m.Module, m.Dir, want)
+		}
+		dirs[m.Module] = "staging/src/" + m.Module
+	}
+	first := read(t, filepath.Join(out, res.Patches[0].File))
+	for _, want := range []string{
+		"Subject: [PATCH 1/",
+		"diff --git a/staging/src/k8s.io/apimachinery/pkg/api/meta/meta.go b/staging/src/k8s.io/apimachinery/pkg/api/meta/meta.go\n",
+		" staging/src/k8s.io/apimachinery/pkg/api/meta/meta_test.go ",
+		"Signed-off-by: ",
+	} {
+		if !strings.Contains(first, want) {
+			t.Errorf("%s lacks %q", res.Patches[0].File, want)
+		}
+	}
+
+	pr := read(t, res.PR)
+	for _, want := range []string{
+		"on `e006560fc76a`",
+		fmt.Sprintf("**1/%d `%s`** (`k8s.io/apimachinery`, +%d −%d): ", len(res.Patches), res.Patches[0].Subject, res.Patches[0].Added, res.Patches[0].Deleted),
+		"`staging/src/k8s.io/apimachinery/pkg/api/meta/meta_test.go`",
+		"`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_kcp_test.go`",
+		"```\nsuite result\n```",
+		"```\nbenchstat table\n```",
+	} {
+		if !strings.Contains(pr, want) {
+			t.Errorf("PR.md lacks %q:\n%s", want, pr)
+		}
+	}
+
+	compareWithOverlay(t, root, out, dirs)
+}
