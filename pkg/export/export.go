@@ -27,7 +27,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -460,27 +459,11 @@ func patchResult(e *exported, root string) PatchResult {
 	return r
 }
 
-// testedPackages lists the import paths of the packages whose _test.go
-// files the carry adds or changes (what `carry verify` runs).
+// testedPackages lists the packages `carry verify` runs for this carry.
 func testedPackages(ins []*overlay.Input) []string {
-	seen := map[string]bool{}
+	carry := map[string]*series.Series{}
 	for _, in := range ins {
-		for _, p := range in.Series.Patches {
-			for _, f := range p.Files {
-				name := f.NewName
-				if f.IsDelete {
-					name = f.OldName
-				}
-				if strings.HasSuffix(name, "_test.go") {
-					seen[path.Join(in.Module, path.Dir(name))] = true
-				}
-			}
-		}
+		carry[in.Module] = in.Series
 	}
-	var pkgs []string
-	for p := range seen {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
-	return pkgs
+	return verify.TestedPackages(carry)
 }

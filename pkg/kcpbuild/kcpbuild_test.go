@@ -77,7 +77,7 @@ func TestUnfetchableErrorNamesModuleAndRemedies(t *testing.T) {
 func TestFindUnfetchable(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"go.mod": "module example.com/app\n\ngo 1.26.0\n\nrequire example.com/missing v1.0.0\n\nreplace example.com/missing => example.com/missing-fork v1.0.0\n",
+		"go.mod":  "module example.com/app\n\ngo 1.26.0\n\nrequire example.com/missing v1.0.0\n\nreplace example.com/missing => example.com/missing-fork v1.0.0\n",
 		"main.go": "package main\n\nimport _ \"example.com/missing/pkg\"\n\nfunc main() {}\n",
 	})
 	// An empty file:// proxy answers "not found" for every module, like a
@@ -104,9 +104,9 @@ func TestSourceModeRejectsNonCheckouts(t *testing.T) {
 	noCmd := t.TempDir()
 	writeFiles(t, noCmd, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n\ngo 1.26.0\n"})
 	for name, dir := range map[string]string{
-		"missing":     filepath.Join(t.TempDir(), "nope"),
+		"missing":      filepath.Join(t.TempDir(), "nope"),
 		"other module": notKCP,
-		"no cmd/kcp":  noCmd,
+		"no cmd/kcp":   noCmd,
 	} {
 		t.Run(name, func(t *testing.T) {
 			out := t.TempDir()

@@ -46,11 +46,11 @@ func TestJudge(t *testing.T) {
 		with, without PackageOutcome
 		ok            bool
 	}{
-		"fail without, pass with":       {pass, fail, true},
-		"pass without":                  {pass, pass, false},
-		"fail with":                     {fail, fail, false},
-		"tests do not compile without":  {pass, broken, false},
-		"tests do not compile with":     {broken, fail, false},
+		"fail without, pass with":      {pass, fail, true},
+		"pass without":                 {pass, pass, false},
+		"fail with":                    {fail, fail, false},
+		"tests do not compile without": {pass, broken, false},
+		"tests do not compile with":    {broken, fail, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := &Report{

@@ -135,19 +135,29 @@ func judge(r *Report) []string {
 	return problems
 }
 
-// testedPackages lists the fork packages whose test files the series adds or
-// changes, as import paths.
+// testedPackages lists the fork packages whose test files the carry in
+// patchesDir adds or changes, as import paths.
 func testedPackages(patchesDir string) ([]string, error) {
 	mods, err := overlay.CarriedModules(patchesDir)
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
+	carry := map[string]*series.Series{}
 	for _, mod := range mods {
 		s, err := series.Load(filepath.Join(patchesDir, filepath.FromSlash(mod)))
 		if err != nil {
 			return nil, err
 		}
+		carry[mod] = s
+	}
+	return TestedPackages(carry), nil
+}
+
+// TestedPackages lists the import paths of the packages whose _test.go files
+// the series (by module path) add or change: what `carry verify` runs.
+func TestedPackages(carry map[string]*series.Series) []string {
+	seen := map[string]bool{}
+	for mod, s := range carry {
 		for _, p := range s.Patches {
 			for _, f := range p.Files {
 				name := f.NewName
@@ -165,7 +175,7 @@ func testedPackages(patchesDir string) ([]string, error) {
 		pkgs = append(pkgs, p)
 	}
 	sort.Strings(pkgs)
-	return pkgs, nil
+	return pkgs
 }
 
 // goTest runs `go test -race -count=1 -json` on pkgs in the workspace goWork.
