@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/series"
 	"github.com/kcp-carry/kcp-carry/pkg/verify"
 )
 
@@ -59,7 +61,11 @@ func loadEvidence(o Options, ins []*overlay.Input) (*evidence, error) {
 		if o.NoVerify {
 			return nil, errors.New("--verify-report and --no-verify exclude each other")
 		}
-		r, err := readVerifyReport(o.VerifyReport, testedPackages(ins))
+		carry := map[string]*series.Series{}
+		for _, in := range ins {
+			carry[in.Module] = in.Series
+		}
+		r, err := readVerifyReport(o.VerifyReport, carry)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +84,8 @@ func loadEvidence(o Options, ins []*overlay.Input) (*evidence, error) {
 // readVerifyReport reads a `carry verify --json` report and checks that it
 // is one (no unknown fields, both runs present), that it covers the packages
 // the carry tests, and that it says the carry is verified.
-func readVerifyReport(path string, pkgs []string) (*verify.Report, error) {
+func readVerifyReport(path string, carry map[string]*series.Series) (*verify.Report, error) {
+	pkgs := verify.TestedPackages(carry)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--verify-report: %w", err)
@@ -95,6 +102,9 @@ func readVerifyReport(path string, pkgs []string) (*verify.Report, error) {
 	if !slices.Equal(r.Packages, pkgs) {
 		return nil, fmt.Errorf("--verify-report %s: covers %s, but the carry's tests are in %s; run `carry verify --json` again",
 			path, strings.Join(r.Packages, " "), strings.Join(pkgs, " "))
+	}
+	if !maps.Equal(r.Series, verify.SeriesHashes(carry)) {
+		return nil, fmt.Errorf("--verify-report %s: verified another version of the carry (series hashes differ); run `carry verify --json` again", path)
 	}
 	if !r.OK() {
 		return nil, fmt.Errorf("--verify-report %s: the carry is NOT verified: %s", path, strings.Join(r.Problems, "; "))

@@ -458,12 +458,3 @@ func patchResult(e *exported, root string) PatchResult {
 	}
 	return r
 }
-
-// testedPackages lists the packages `carry verify` runs for this carry.
-func testedPackages(ins []*overlay.Input) []string {
-	carry := map[string]*series.Series{}
-	for _, in := range ins {
-		carry[in.Module] = in.Series
-	}
-	return verify.TestedPackages(carry)
-}

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
+	"github.com/kcp-carry/kcp-carry/pkg/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/series"
 	"github.com/kcp-carry/kcp-carry/pkg/verify"
 )
 
@@ -60,8 +64,16 @@ func TestMarkdownHelpers(t *testing.T) {
 	}
 }
 
+// testCarry is a carry whose tests live in the two packages the real one tests.
+func testCarry() map[string]*series.Series {
+	return map[string]*series.Series{
+		"k8s.io/apimachinery": {Hash: "h1:machinery", Patches: []*series.Patch{{Files: []*gitdiff.File{{NewName: "pkg/api/meta/meta_test.go"}}}}},
+		"k8s.io/apiserver":    {Hash: "h1:server", Patches: []*series.Patch{{Files: []*gitdiff.File{{NewName: "pkg/endpoints/handlers/response_kcp_test.go"}}}}},
+	}
+}
+
 func verifyReport(pkgs ...string) *verify.Report {
-	r := &verify.Report{Packages: pkgs}
+	r := &verify.Report{Series: verify.SeriesHashes(testCarry()), Packages: pkgs}
 	r.WithCarry = verify.Outcome{Name: "with the carry", GoWork: "/w"}
 	r.TestsOnly = verify.Outcome{Name: "only the carry's tests, on the pristine fork", GoWork: "/t"}
 	for _, p := range pkgs {
@@ -85,10 +97,13 @@ func TestReadVerifyReport(t *testing.T) {
 	pkgs := []string{"k8s.io/apimachinery/pkg/api/meta", "k8s.io/apiserver/pkg/endpoints/handlers"}
 	good := filepath.Join(dir, "good.json")
 	writeJSONFile(t, good, verifyReport(pkgs...))
-	if r, err := readVerifyReport(good, pkgs); err != nil || !r.OK() {
+	carry := testCarry()
+	if r, err := readVerifyReport(good, carry); err != nil || !r.OK() {
 		t.Fatalf("good report: %v", err)
 	}
 
+	otherCarry := verifyReport(pkgs...)
+	otherCarry.Series["k8s.io/apiserver"] = "h1:older"
 	notOK := verifyReport(pkgs...)
 	notOK.Problems = []string{"k8s.io/apimachinery/pkg/api/meta: the carry's tests pass on the pristine fork: they do not catch the bug"}
 	cases := map[string]struct {
@@ -99,6 +114,7 @@ func TestReadVerifyReport(t *testing.T) {
 		"other report": {map[string]any{"target": "https://127.0.0.1", "verdict": "clean"}, `not a ` + "`carry verify --json`" + ` report: json: unknown field "target"`},
 		"empty":        {map[string]any{"packages": []string{}}, "it has no package results"},
 		"stale":        {verifyReport(pkgs[0]), "covers k8s.io/apimachinery/pkg/api/meta, but the carry's tests are in " + strings.Join(pkgs, " ")},
+		"other carry":  {otherCarry, "verified another version of the carry"},
 		"not verified": {notOK, "the carry is NOT verified: k8s.io/apimachinery/pkg/api/meta: the carry's tests pass on the pristine fork"},
 	}
 	for name, c := range cases {
@@ -108,7 +124,7 @@ func TestReadVerifyReport(t *testing.T) {
 		} else {
 			writeJSONFile(t, path, c.content)
 		}
-		if _, err := readVerifyReport(path, pkgs); err == nil || !strings.Contains(err.Error(), "--verify-report "+path+": ") || !strings.Contains(err.Error(), c.want) {
+		if _, err := readVerifyReport(path, carry); err == nil || !strings.Contains(err.Error(), "--verify-report "+path+": ") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
@@ -149,7 +165,9 @@ func TestExportEvidence(t *testing.T) {
 	root := stagingFixture(t)
 	pkgs := []string{"example.com/aserver/handlers", "example.com/zmachinery/meta"}
 	report := filepath.Join(t.TempDir(), "verify.json")
-	writeJSONFile(t, report, verifyReport(pkgs...))
+	saved := verifyReport(pkgs...)
+	saved.Series = seriesHashes(t, root)
+	writeJSONFile(t, report, saved)
 	write(t, filepath.Join(root, DefaultSuiteReport), `{"pristine":{"died":true,"after":"3.2s"},"carry":{"died":false}}`)
 	bench := filepath.Join(t.TempDir(), "bench.txt")
 	benchText := "goos: linux\n                      │ pristine │ carry │\n                      │  sec/op  │ sec/op  vs base │\nAsPartial-2   1.0µ ± 1%   1.2µ ± 1%  +20.00% (p=0.000 n=10)"
@@ -184,6 +202,7 @@ func TestExportEvidence(t *testing.T) {
 
 	// A report that is not verified stops the export before anything is written.
 	bad := verifyReport(pkgs...)
+	bad.Series = saved.Series
 	bad.Problems = []string{"example.com/zmachinery/meta: the tests fail with the carry"}
 	writeJSONFile(t, report, bad)
 	out2 := filepath.Join(t.TempDir(), "out")
@@ -193,4 +212,23 @@ func TestExportEvidence(t *testing.T) {
 	if _, err := os.Stat(out2); !os.IsNotExist(err) {
 		t.Errorf("unverified report: %s written", out2)
 	}
+}
+
+// seriesHashes reads the carry of the repository at root, as carry verify records it.
+func seriesHashes(t *testing.T, root string) map[string]string {
+	t.Helper()
+	patchesDir := filepath.Join(root, "staging-patches")
+	mods, err := overlay.CarriedModules(patchesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carry := map[string]*series.Series{}
+	for _, mod := range mods {
+		s, err := series.Load(filepath.Join(patchesDir, filepath.FromSlash(mod)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		carry[mod] = s
+	}
+	return verify.SeriesHashes(carry)
 }

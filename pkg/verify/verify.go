@@ -41,7 +41,10 @@ type Outcome struct {
 
 // Report is both runs and the verdict.
 type Report struct {
-	Packages  []string `json:"packages"`
+	// Series is the dirhash of each carried module's series the tests ran
+	// with, so a saved report can be matched to the carry it verified.
+	Series    map[string]string `json:"series"`
+	Packages  []string          `json:"packages"`
 	WithCarry Outcome  `json:"withCarry"`
 	TestsOnly Outcome  `json:"testsOnlyOnPristine"`
 	// Problems lists why the carry is not verified; empty means the tests
@@ -67,14 +70,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		progress = io.Discard
 	}
 	patchesDir := filepath.Join(root, "staging-patches")
-	pkgs, err := testedPackages(patchesDir)
+	carry, err := loadCarry(patchesDir)
 	if err != nil {
 		return nil, err
 	}
+	pkgs := TestedPackages(carry)
 	if len(pkgs) == 0 {
 		return nil, fmt.Errorf("%s: the carry adds or changes no _test.go file, so there is nothing to verify", patchesDir)
 	}
-	report := &Report{Packages: pkgs}
+	report := &Report{Series: SeriesHashes(carry), Packages: pkgs}
 
 	goWork := filepath.Join(root, "go.work")
 	if _, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: goWork, Progress: progress}); err != nil {
@@ -135,9 +139,8 @@ func judge(r *Report) []string {
 	return problems
 }
 
-// testedPackages lists the fork packages whose test files the carry in
-// patchesDir adds or changes, as import paths.
-func testedPackages(patchesDir string) ([]string, error) {
+// loadCarry reads every carried module's series in patchesDir.
+func loadCarry(patchesDir string) (map[string]*series.Series, error) {
 	mods, err := overlay.CarriedModules(patchesDir)
 	if err != nil {
 		return nil, err
@@ -150,7 +153,16 @@ func testedPackages(patchesDir string) ([]string, error) {
 		}
 		carry[mod] = s
 	}
-	return TestedPackages(carry), nil
+	return carry, nil
+}
+
+// SeriesHashes maps each carried module to its series hash.
+func SeriesHashes(carry map[string]*series.Series) map[string]string {
+	hashes := map[string]string{}
+	for mod, s := range carry {
+		hashes[mod] = s.Hash
+	}
+	return hashes
 }
 
 // TestedPackages lists the import paths of the packages whose _test.go files
