@@ -3,6 +3,7 @@ package hammer
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 )
 
@@ -48,11 +49,13 @@ func newAPIVersionCheck() *apiVersionCheck {
 const missingValue = "<missing>"
 
 // item checks one partial item served for res by op.
-func (a *apiVersionCheck) item(op string, res Resource, m objectMeta) {
-	v, ok := m.Annotations[OriginalAPIVersionAnnotation]
-	shown := fmt.Sprintf("%q", v)
-	if !ok {
-		shown = missingValue
+func (a *apiVersionCheck) item(op string, res Resource, m partialMeta) {
+	shown := missingValue
+	ok := m.Annotations.OriginalAPIVersion != nil
+	v := ""
+	if ok {
+		v = *m.Annotations.OriginalAPIVersion
+		shown = strconv.Quote(v)
 	}
 	want := res.GroupVersion()
 	a.mu.Lock()
@@ -65,7 +68,7 @@ func (a *apiVersionCheck) item(op string, res Resource, m objectMeta) {
 	a.bad++
 	if len(a.samples) < maxSamples {
 		a.samples = append(a.samples, fmt.Sprintf("%s: %s %s: %s=%s, want %q",
-			op, res.Resource, describe(m), OriginalAPIVersionAnnotation, shown, want))
+			op, res.Resource, describePartial(m), OriginalAPIVersionAnnotation, shown, want))
 	}
 }
 
@@ -89,8 +92,12 @@ func (a *apiVersionCheck) result() CheckResult {
 	return r
 }
 
-func describe(m objectMeta) string {
-	s := clusterOf(m, "?") + "|"
+func describePartial(m partialMeta) string {
+	s := m.Annotations.Cluster
+	if s == "" {
+		s = "?"
+	}
+	s += "|"
 	if m.Namespace != "" {
 		s += m.Namespace + "/"
 	}

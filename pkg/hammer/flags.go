@@ -77,6 +77,7 @@ func ParseArgs(args []string, stderr io.Writer) (*CLI, error) {
 	fs.StringVar(&o.Namespace, "namespace", d.Namespace, "namespace of namespaced objects (created when missing)")
 	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
 	fs.StringVar(&o.Prefix, "prefix", d.Prefix, "name prefix of seeded objects")
+	fs.IntVar(&o.Annotations, "annotations", d.Annotations, "extra annotations on each seeded object (besides its note)")
 	fs.IntVar(&o.Listers, "listers", d.Listers, "concurrent wildcard partial-metadata listers")
 	fs.Int64Var(&o.PageSize, "page-size", d.PageSize, "limit of paginated listers")
 	fs.IntVar(&o.Watchers, "watchers", d.Watchers, "concurrent wildcard partial-metadata watchers")

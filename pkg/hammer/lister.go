@@ -90,7 +90,7 @@ func (r *run) listPartial(ctx context.Context, c *client, v ListerVariant, res R
 				q.Set("continue", cont)
 			}
 		}
-		var list metaList
+		var list partialList
 		_, err := c.do(ctx, request{
 			op: v.opName(), method: "GET", path: path, query: q, accept: partialListAccept(v.MetaVersion),
 			decode: func(body []byte) error { return decodePartialList(path, body, v.MetaVersion, &list) },
@@ -111,7 +111,7 @@ func (r *run) listPartial(ctx context.Context, c *client, v ListerVariant, res R
 	}
 }
 
-func decodePartialList(path string, body []byte, metaVersion string, into *metaList) error {
+func decodePartialList(path string, body []byte, metaVersion string, into *partialList) error {
 	if err := json.Unmarshal(body, into); err != nil {
 		return &ProtocolError{Path: path, Msg: "undecodable partial list: " + err.Error()}
 	}
@@ -164,7 +164,7 @@ func (r *run) listViaKCPMetadataClient(ctx context.Context, c *client, v ListerV
 		for i := range list.Items {
 			it := &list.Items[i]
 			if cluster == "*" {
-				r.apiCheck.item(v.opName(), res, objectMeta{Name: it.GetName(), Namespace: it.GetNamespace(), Annotations: it.GetAnnotations()})
+				r.apiCheck.item(v.opName(), res, itemOf(it.GetName(), it.GetNamespace(), it.GetAnnotations()))
 			}
 		}
 		r.partialItems.Add(int64(len(list.Items)))

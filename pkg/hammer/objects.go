@@ -68,11 +68,15 @@ func seededObjects(opts *Options) []seededObject {
 }
 
 // seedBody is the JSON of a new seeded object.
-func seedBody(o seededObject) ([]byte, error) {
+func seedBody(o seededObject, extraAnnotations int) ([]byte, error) {
+	annotations := map[string]string{NoteAnnotation: "seeded by the kcp-carry hammer; delete with hammer --cleanup-only"}
+	for i := 0; i < extraAnnotations; i++ {
+		annotations[fmt.Sprintf("hammer.kcp-carry.io/a%d", i)] = fmt.Sprintf("value-%d", i)
+	}
 	meta := map[string]any{
 		"name":        o.key.Name,
 		"labels":      map[string]string{OwnedLabel: "true", GenLabel: seedGen},
-		"annotations": map[string]string{NoteAnnotation: "seeded by the kcp-carry hammer; delete with hammer --cleanup-only"},
+		"annotations": annotations,
 	}
 	if o.key.Namespace != "" {
 		meta["namespace"] = o.key.Namespace
@@ -125,4 +129,41 @@ func clusterOf(m objectMeta, fallback string) string {
 		return c
 	}
 	return fallback
+}
+
+// partialMeta is what the load reads of a partial item. Decoding only the
+// two annotations kcp sets (no maps) keeps the hammer's CPU for the server.
+type partialMeta struct {
+	Name        string `json:"name"`
+	Namespace   string `json:"namespace"`
+	Annotations struct {
+		OriginalAPIVersion *string `json:"kcp.io/original-api-version"`
+		Cluster            string  `json:"kcp.io/cluster"`
+	} `json:"annotations"`
+}
+
+type partialItem struct {
+	Kind       string      `json:"kind"`
+	APIVersion string      `json:"apiVersion"`
+	Metadata   partialMeta `json:"metadata"`
+}
+
+type partialList struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	Metadata   struct {
+		Continue string `json:"continue"`
+	} `json:"metadata"`
+	Items []partialItem `json:"items"`
+}
+
+// itemOf converts the annotations of an unstructured item (kcp's metadata
+// client) to a partialMeta.
+func itemOf(name, namespace string, annotations map[string]string) partialMeta {
+	m := partialMeta{Name: name, Namespace: namespace}
+	if v, ok := annotations[OriginalAPIVersionAnnotation]; ok {
+		m.Annotations.OriginalAPIVersion = &v
+	}
+	m.Annotations.Cluster = annotations[ClusterAnnotation]
+	return m
 }

@@ -42,6 +42,12 @@ type Options struct {
 	Namespace string     // namespace for namespaced resources (created when missing)
 	Objects   int        // seeded objects per logical cluster and resource
 	Prefix    string     // name prefix of the seeded objects
+	// Annotations is how many extra annotations each seeded object carries
+	// besides its note. Real objects carry several; a map past Go's 8-entry
+	// small-map size is a wider target for concurrent writes and iteration:
+	// with 16, the pristine test shard dies within seconds instead of
+	// sometimes surviving 30 s.
+	Annotations int
 
 	Listers        int             // concurrent partial-metadata listers
 	ListerVariants []ListerVariant // per lister, cycled; empty means DefaultListerVariants
@@ -91,6 +97,7 @@ func DefaultOptions() Options {
 		Namespace:            "default",
 		Objects:              50,
 		Prefix:               "hammer-",
+		Annotations:          16,
 		Listers:              8,
 		PageSize:             25,
 		Watchers:             2,
@@ -138,6 +145,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Objects <= 0 {
 		bad("objects", "must be positive, got %d", o.Objects)
+	}
+	if o.Annotations < 0 || o.Annotations > 100 {
+		bad("annotations", "must be between 0 and 100, got %d", o.Annotations)
 	}
 	if o.Prefix == "" || strings.ContainsAny(o.Prefix, "/?#") {
 		bad("prefix", "%q cannot prefix object names", o.Prefix)

@@ -109,7 +109,7 @@ func (r *run) seedObjects(ctx context.Context) error {
 			return nil
 		}
 		o := r.objects[i]
-		body, err := seedBody(o)
+		body, err := seedBody(o, r.opts.Annotations)
 		if err != nil {
 			return err
 		}

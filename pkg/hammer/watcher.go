@@ -65,7 +65,7 @@ func (r *run) watchOnce(ctx context.Context, c *client, metaVersion string, res 
 		}
 		switch ev.Type {
 		case "ADDED", "MODIFIED", "DELETED":
-			var it metaItem
+			var it partialItem
 			if err := json.Unmarshal(ev.Object, &it); err != nil {
 				streamErr = &ProtocolError{Path: path, Msg: "undecodable watch event: " + err.Error()}
 			} else if it.Kind != "PartialObjectMetadata" || it.APIVersion != "meta.k8s.io/"+metaVersion {
