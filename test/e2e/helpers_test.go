@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/hammer"
+	"github.com/kcp-carry/kcp-carry/test/fixture"
+)
+
+// The brief's scenario: 8 listers (mixed v1/v1beta1, rv ""/"0", paged, two
+// through kcp's metadata client), 2 watchers and 4 writers over 50
+// ClusterRoles and 50 ConfigMaps in each of 3 logical clusters.
+var e2eClusters = []string{"e2e-a", "e2e-b", "e2e-c"}
+
+const (
+	defaultLoadDuration = 20 * time.Second
+	defaultMaxRequests  = 200000
+	// deathGrace is how long a shard the hammer saw die may take to exit.
+	deathGrace = 30 * time.Second
+)
+
+func loadDuration(t *testing.T) time.Duration {
+	if v := os.Getenv("KCP_CARRY_E2E_LOAD_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("KCP_CARRY_E2E_LOAD_DURATION=%q: want a positive Go duration", v)
+		}
+		return d
+	}
+	return defaultLoadDuration
+}
+
+func maxRequests(t *testing.T) int64 {
+	if v := os.Getenv("KCP_CARRY_E2E_MAX_REQUESTS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			t.Fatalf("KCP_CARRY_E2E_MAX_REQUESTS=%q: want a positive integer", v)
+		}
+		return n
+	}
+	return defaultMaxRequests
+}
+
+// loadOptions is the brief's load against a shard.
+func loadOptions(t *testing.T, s *fixture.Shard) hammer.Options {
+	o := hammer.DefaultOptions()
+	o.Config = s.RESTConfig()
+	o.Clusters = e2eClusters
+	o.Objects = 50
+	o.Listers, o.Watchers, o.Writers = 8, 2, 4
+	o.Duration = loadDuration(t)
+	o.MaxRequests = maxRequests(t)
+	o.ServerExited = s.Done()
+	o.Logf = t.Logf
+	return o
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := fixture.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// shardBinary builds (once per test binary run) or finds the shard variant.
+func shardBinary(t *testing.T, v fixture.Variant) string {
+	t.Helper()
+	root := repoRoot(t)
+	if !v.Pristine {
+		requireOverlay(t, root)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	bin, err := fixture.BuildShard(ctx, root, v)
+	if err != nil {
+		t.Fatalf("building the %s test shard: %v", v, err)
+	}
+	return bin
+}
+
+// requireOverlay skips patched-shard tests only while the carry overlay does
+// not exist (`make overlay` creates .overlay/ and go.work). Prebuilt patched
+// binaries (KCP_CARRY_SHARD_PATCHED[_RACE]) need no overlay.
+func requireOverlay(t *testing.T, root string) {
+	t.Helper()
+	if os.Getenv(fixture.EnvPatched) != "" || os.Getenv(fixture.EnvPatchedRace) != "" {
+		return
+	}
+	for _, p := range []string{".overlay", "go.work"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Skipf("the patched fork is not there yet (%s missing): run `make overlay` (carry overlay) first", p)
+		}
+	}
+}
+
+// runHammer runs the hammer and logs its report.
+func runHammer(t *testing.T, o hammer.Options) *hammer.Report {
+	t.Helper()
+	rep, err := hammer.Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("hammer: %v", err)
+	}
+	var b bytes.Buffer
+	_ = rep.WriteText(&b)
+	t.Logf("hammer report:\n%s", b.String())
+	return rep
+}
+
+// waitExit waits for a shard the hammer saw die to exit, and returns its
+// fatal runtime error.
+func waitExit(t *testing.T, s *fixture.Shard) *fixture.Fatal {
+	t.Helper()
+	select {
+	case <-s.Done():
+	case <-time.After(deathGrace):
+		t.Fatalf("the hammer reported the shard dead but its process (pid %d) is still running after %s", s.PID(), deathGrace)
+	}
+	return s.Fatal()
+}
+
+// mapFatal reports whether f is the concurrent map failure of this bug.
+func mapFatal(f *fixture.Fatal) bool {
+	if f == nil {
+		return false
+	}
+	switch f.Signature {
+	case fixture.SigConcurrentMapWrites, fixture.SigConcurrentMapReadWrite, fixture.SigConcurrentMapIterateWrite, fixture.SigConcurrentMapCloneWrite:
+	default:
+		return false
+	}
+	return f.HasFrame("setKCPOriginalAPIVersionAnnotation") || f.HasFrame("encoding/json")
+}
+
+func requireNoRace(t *testing.T, s *fixture.Shard) {
+	t.Helper()
+	if strings.Contains(s.Stderr(), fixture.SigDataRace) {
+		t.Errorf("the race detector reported a DATA RACE in the shard:\n%s", s.Fatal())
+	}
+}
+
+func op(rep *hammer.Report, name string) hammer.OpStats {
+	for _, o := range rep.Ops {
+		if o.Name == name {
+			return o
+		}
+	}
+	return hammer.OpStats{Name: name}
+}
+
+// requireLoadRan fails unless every kind of worker got answers.
+func requireLoadRan(t *testing.T, rep *hammer.Report) {
+	t.Helper()
+	if rep.Seed.Objects != 300 {
+		t.Errorf("the hammer used %d objects, want 300", rep.Seed.Objects)
+	}
+	if o := op(rep, "list kcp-client rv=0"); o.OK == 0 {
+		t.Errorf("no successful LIST through kcp's metadata client: %+v", o)
+	}
+	if rep.PartialItems == 0 || rep.WatchEvents == 0 {
+		t.Errorf("partial items %d, watch events %d: want both > 0", rep.PartialItems, rep.WatchEvents)
+	}
+}
