@@ -24,6 +24,9 @@ const (
 	defaultMaxRequests  = 200000
 	// deathGrace is how long a shard the hammer saw die may take to exit.
 	deathGrace = 30 * time.Second
+	// pristineDeathBound is the least bound of the load that must kill the
+	// pristine shard.
+	pristineDeathBound = 30 * time.Second
 )
 
 func loadDuration(t *testing.T) time.Duration {
@@ -72,8 +75,12 @@ func repoRoot(t *testing.T) string {
 }
 
 // shardBinary builds (once per test binary run) or finds the shard variant.
+// Every test here starts a live shard, so -short skips them.
 func shardBinary(t *testing.T, v fixture.Variant) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("live test shard: run without -short")
+	}
 	root := repoRoot(t)
 	if !v.Pristine {
 		requireOverlay(t, root)

@@ -28,6 +28,9 @@ const kcpReadyTimeout = 3 * time.Minute
 // against the overlay where kcp's module graph can be fetched).
 func kcpBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("live kcp: run without -short")
+	}
 	if p := os.Getenv("KCP_BINARY"); p != "" {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			t.Fatalf("KCP_BINARY=%s: not a file (%v)", p, err)
