@@ -21,10 +21,12 @@ func (r *run) progress() (stop func()) {
 		return func() {}
 	}
 	start := time.Now()
+	total0, failed0 := r.rec.counts() // seeding is not the load
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	line := func() {
 		total, failed := r.rec.counts()
+		total, failed = total-total0, failed-failed0
 		el := time.Since(start)
 		state := "alive"
 		if r.death.dead() {
