@@ -310,3 +310,21 @@ func TestValidate(t *testing.T) {
 		t.Error("Run accepted invalid options")
 	}
 }
+
+func TestProgressLine(t *testing.T) {
+	f := newFakeServer(t, nil)
+	o := smallOptions(f)
+	var progress bytes.Buffer
+	o.Progress = &progress
+	o.MaxRequests = 50
+	mustRun(t, o)
+	out := progress.String()
+	if !strings.Contains(out, "\r\033[K[") || !strings.Contains(out, "req (") || !strings.Contains(out, "server alive") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("progress output %q", out)
+	}
+	// The last line counts the load only: at most the budget.
+	last := out[strings.LastIndex(out, "\r")+1:]
+	if !strings.Contains(last, "] 50 req") {
+		t.Errorf("last progress line %q, want the load's 50 requests", last)
+	}
+}
