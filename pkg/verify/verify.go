@@ -45,8 +45,8 @@ type Report struct {
 	// with, so a saved report can be matched to the carry it verified.
 	Series    map[string]string `json:"series"`
 	Packages  []string          `json:"packages"`
-	WithCarry Outcome  `json:"withCarry"`
-	TestsOnly Outcome  `json:"testsOnlyOnPristine"`
+	WithCarry Outcome           `json:"withCarry"`
+	TestsOnly Outcome           `json:"testsOnlyOnPristine"`
 	// Problems lists why the carry is not verified; empty means the tests
 	// fail without the fix and pass with it.
 	Problems []string `json:"problems,omitempty"`
