@@ -6,7 +6,7 @@ GO ?= go
 CARRY := bin/carry
 GO_TEST_FLAGS ?= -timeout 40m
 
-.PHONY: all carry overlay build kcp verify test pins clean
+.PHONY: all carry overlay build kcp verify test pins bench clean
 
 all: build kcp
 
@@ -35,6 +35,10 @@ verify: overlay
 # Check go.mod's pin block against kcp's go.mod.
 pins: carry
 	$(CARRY) pins
+
+# Cost of the carry on the list path: pristine vs patched, compared with benchstat.
+bench: overlay
+	hack/bench.sh
 
 test: overlay
 	$(GO) vet ./...
