@@ -44,6 +44,9 @@ type Report struct {
 	// Ops are the load's operations; SetupOps are seeding, verification and cleanup.
 	Ops      []OpStats `json:"ops"`
 	SetupOps []OpStats `json:"setupOps"`
+	// Timeline is the load's (or probe's) successful LISTs and errors second
+	// by second; nil when the run never got to the load.
+	Timeline *Timeline `json:"timeline,omitempty"`
 
 	Seed             SeedResult `json:"seed"`
 	PartialItems     int64      `json:"partialItems"`
@@ -133,6 +136,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(&b, "%s: %d requests (%d failed) in %s = %.0f req/s; %d partial items, %d watch events, %d successful writes\n",
 		r.Mode, r.Requests, r.Failed, round(r.LoadElapsed), r.ReqPerSec, r.PartialItems, r.WatchEvents, r.SuccessfulWrites)
+	writeTimeline(&b, r.Timeline)
 	for _, o := range r.Ops {
 		if o.FirstError != "" {
 			fmt.Fprintf(&b, "  first error of %s: %s\n", o.Name, o.FirstError)
@@ -154,6 +158,30 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "verdict: %s (exit %d)\n", r.Verdict, r.ExitCode)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxTimelineText bounds the seconds the text report lists.
+const maxTimelineText = 120
+
+// writeTimeline writes the successful LISTs (and failures, if any) of each
+// second of the load on one line.
+func writeTimeline(b *strings.Builder, t *Timeline) {
+	if t == nil || len(t.Buckets) == 0 {
+		return
+	}
+	var lists, errs []string
+	for i, bk := range t.Buckets {
+		if i == maxTimelineText {
+			lists = append(lists, fmt.Sprintf("… (%d more)", len(t.Buckets)-i))
+			break
+		}
+		lists = append(lists, fmt.Sprint(bk.Lists))
+		errs = append(errs, fmt.Sprint(bk.Errors))
+	}
+	fmt.Fprintf(b, "  successful LISTs per second of the load: %s\n", strings.Join(lists, " "))
+	if t.Errors() > 0 {
+		fmt.Fprintf(b, "  failed requests per second of the load: %s\n", strings.Join(errs, " "))
+	}
 }
 
 func writeCheck(b *strings.Builder, c CheckResult) {

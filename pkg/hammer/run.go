@@ -146,6 +146,7 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 	}
 
 	loadStart = time.Now()
+	r.rec.startTimeline(loadStart, "list ", "watch ", "write ")
 	withWrites := false
 	if opts.SequentialProbe {
 		r.phase("probe")
@@ -162,6 +163,7 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 		r.load(ctx)
 	}
 	loadElapsed = time.Since(loadStart)
+	rep.Timeline = r.rec.stopTimeline(loadElapsed)
 
 	if !opts.NoVerify && !r.death.dead() && ctx.Err() == nil {
 		r.phase("verify")

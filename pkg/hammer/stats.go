@@ -167,9 +167,32 @@ type recorder struct {
 	ops   map[string]*opRecord
 	total int64
 	fails int64
+	tl    *timeline // while the load runs
+	clock func() time.Time
 }
 
-func newRecorder() *recorder { return &recorder{ops: map[string]*opRecord{}} }
+func newRecorder() *recorder { return &recorder{ops: map[string]*opRecord{}, clock: time.Now} }
+
+// startTimeline starts counting the requests of operations with these
+// prefixes per second from start.
+func (r *recorder) startTimeline(start time.Time, prefixes ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tl = newTimeline(start, prefixes...)
+}
+
+// stopTimeline stops counting and returns the timeline of a load that ran
+// for elapsed; nil if none was started.
+func (r *recorder) stopTimeline(elapsed time.Duration) *Timeline {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tl == nil {
+		return nil
+	}
+	out := r.tl.report(elapsed)
+	r.tl = nil
+	return out
+}
 
 func (r *recorder) observe(op string, d time.Duration, class ErrorClass, err error) {
 	r.mu.Lock()
@@ -181,6 +204,9 @@ func (r *recorder) observe(op string, d time.Duration, class ErrorClass, err err
 	}
 	rec.hist.add(d)
 	r.total++
+	if r.tl != nil {
+		r.tl.add(op, r.clock(), class)
+	}
 	if class == ClassOK {
 		rec.ok++
 		return
