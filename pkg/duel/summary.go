@@ -105,7 +105,8 @@ func (r *Report) writeScaling(b *strings.Builder) {
 	if len(s.Steps) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n**Scaling**: %s per step, against each shard in turn.\n\n", s.Load.Describe())
+	fmt.Fprintf(b, "\n**Scaling**: listers only, each %s; %s per step, against each shard in turn.\n\n",
+		strings.Join(codes(distinct(s.Load.Listers)), " "), s.Load.bounds())
 	b.WriteString("| listers |")
 	sep := "|---|"
 	for _, st := range s.Steps {
@@ -129,7 +130,7 @@ func (r *Report) writeScaling(b *strings.Builder) {
 func (r Run) scalingCell() string {
 	rate := Thousands(int64(r.ListsPerSecond + 0.5))
 	if r.Died {
-		return fmt.Sprintf("**died** at %s (%s until then)", Seconds(r.TimeToDeath), rate)
+		return fmt.Sprintf("**died** at %s (%s/s until then)", Seconds(r.TimeToDeath), rate)
 	}
 	return rate
 }
@@ -140,11 +141,7 @@ func (l Load) Describe() string {
 	var parts []string
 	lst := fmt.Sprintf("%d %s", len(l.Listers), plural(len(l.Listers), "lister", "listers"))
 	if vs := distinct(l.Listers); len(vs) > 0 {
-		var cs []string
-		for _, v := range vs {
-			cs = append(cs, code(v))
-		}
-		lst += " (" + strings.Join(cs, " ") + ")"
+		lst += " (" + strings.Join(codes(vs), " ") + ")"
 	}
 	parts = append(parts, lst)
 	if l.Watchers > 0 {
@@ -160,7 +157,20 @@ func (l Load) Describe() string {
 	if l.Watchers == 0 && l.Writers == 0 {
 		parts = append(parts, "no watchers or writers")
 	}
-	return strings.Join(parts, ", ") + fmt.Sprintf("; at most %s or %s requests", Seconds(l.Bound), Thousands(l.Budget))
+	return strings.Join(parts, ", ") + "; " + l.bounds()
+}
+
+// bounds is "at most 20.0 s or 200,000 requests".
+func (l Load) bounds() string {
+	return fmt.Sprintf("at most %s or %s requests", Seconds(l.Bound), Thousands(l.Budget))
+}
+
+func codes(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = code(s)
+	}
+	return out
 }
 
 // Markdown is "`concurrent map writes` in `handlers.f`", or "none".

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kcp-carry/kcp-carry/pkg/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 	"github.com/kcp-carry/kcp-carry/pkg/verify"
@@ -27,7 +28,8 @@ type evidence struct {
 	suiteSource, benchstatSource string
 }
 
-// evidenceFile is a report file quoted verbatim.
+// evidenceFile is a report file quoted verbatim, or a duel document
+// (evidence/duel.json) PR.md summarizes.
 type evidenceFile struct {
 	// Name is the path as given (relative to the repository root when the
 	// default was used).
@@ -36,6 +38,9 @@ type evidenceFile struct {
 	// language ("json" or "").
 	Text string
 	Lang string
+	// Duel is the document when the file is a duel (its "schema" says so);
+	// PR.md then shows its summary instead of the text.
+	Duel *duel.Report
 }
 
 func (e *evidence) summary() []Evidence {
@@ -134,6 +139,11 @@ func readEvidenceFile(root, flag, given, def string) (*evidenceFile, string, err
 		return nil, name, fmt.Errorf("%s %s: the file is empty", flag, path)
 	}
 	f := &evidenceFile{Name: name}
+	if duel.IsDuel(data) {
+		if f.Duel, err = duel.Parse(data); err != nil {
+			return nil, name, fmt.Errorf("%s %s: %w", flag, path, err)
+		}
+	}
 	if json.Valid(data) {
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, data, "", "  "); err != nil {

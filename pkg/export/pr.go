@@ -30,8 +30,11 @@ type prData struct {
 	VerifySource string
 	Suite        *evidenceFile
 	SuiteSource  string
-	Benchstat    *evidenceFile
-	BenchSource  string
+	// Duel is the summary of a duel document given as the suite report
+	// (markdown); "" otherwise.
+	Duel        string
+	Benchstat   *evidenceFile
+	BenchSource string
 }
 
 type prModule struct {
@@ -90,6 +93,9 @@ func renderPR(res *Result, all []*exported, ev *evidence) ([]byte, error) {
 			}
 		}
 		d.Patches = append(d.Patches, p)
+	}
+	if ev.suite != nil && ev.suite.Duel != nil {
+		d.Duel = strings.TrimRight(ev.suite.Duel.Summary(), "\n")
 	}
 	if ev.verify != nil {
 		var b bytes.Buffer

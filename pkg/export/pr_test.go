@@ -10,6 +10,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
+	"github.com/kcp-carry/kcp-carry/internal/dueltest"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 	"github.com/kcp-carry/kcp-carry/pkg/verify"
@@ -231,4 +232,62 @@ func seriesHashes(t *testing.T, root string) map[string]string {
 		carry[mod] = s
 	}
 	return verify.SeriesHashes(carry)
+}
+
+// TestExportDuelSummary: a duel document at the default suite location is
+// summarized in PR.md as tables (pristine vs patched, the single-lister
+// ratio, the scaling rows), not quoted as JSON; a document that claims to be
+// a duel but does not check stops the export before anything is written.
+func TestExportDuelSummary(t *testing.T) {
+	root := stagingFixture(t)
+	rep := dueltest.Report()
+	data, err := rep.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, DefaultSuiteReport), string(data))
+
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := read(t, res.PR)
+	for _, want := range []string{
+		"### On a live test shard\n\nThe same load of concurrent wildcard partial-metadata LISTs",
+		"one shard at a time (`evidence/duel.json`).",
+		"| shard | requests | LIST/s | time to death | fatal error |\n|---|--:|--:|---|---|\n" +
+			"| pristine fork | 3,092 | 800 | 3.5 s | `concurrent map writes` in `handlers.setKCPOriginalAPIVersionAnnotation` |\n" +
+			"| with the carry | 17,160 | 780 | survived 20.0 s | none |\n",
+		"With the carry a lister gets **0.974×** the pristine fork's LIST/s (297/s against 305/s).",
+		"| listers | 1 | 2 | 4 |\n|---|--:|--:|--:|\n| with the carry, LIST/s | 300 | 600 | 1,200 |\n| pristine fork, LIST/s | 300 | **died** at 3.0 s (600/s until then) | **died** at 1.0 s (1,200/s until then) |\n",
+		"- A synthetic report.\n\n### Benchmarks\n",
+	} {
+		if !strings.Contains(pr, want) {
+			t.Errorf("PR.md lacks %q:\n%s", want, pr)
+		}
+	}
+	for _, bad := range []string{"```json", `"schema"`, "### Live suite"} {
+		if strings.Contains(pr, bad) {
+			t.Errorf("PR.md has %q:\n%s", bad, pr)
+		}
+	}
+	if len(res.Evidence) < 2 || res.Evidence[1] != (Evidence{"suite", DefaultSuiteReport, true}) {
+		t.Errorf("evidence = %+v", res.Evidence)
+	}
+
+	rep.Duel.Patched.ListsPerSecond *= 3
+	data, err = rep.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, DefaultSuiteReport), string(data))
+	out2 := filepath.Join(t.TempDir(), "out")
+	_, err = Run(context.Background(), Options{Root: root, OutDir: out2, NoVerify: true})
+	if want := "--suite-report " + filepath.Join(root, DefaultSuiteReport) + ": duel.patched: listsPerSecond"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("inconsistent duel: %v, want %q", err, want)
+	}
+	if _, err := os.Stat(out2); !os.IsNotExist(err) {
+		t.Errorf("inconsistent duel: %s written", out2)
+	}
 }
