@@ -1,0 +1,44 @@
+package cachemutation
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const metricsSubsystem = "watch_cache_mutation_detector"
+
+var (
+	findingsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "findings_total",
+		Help:           "Read-path writes into objects shared with the watch cache, by resource and the verb of the request that held the object (debugging aid, off by default).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"group", "resource", "verb"})
+
+	handoutsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "handouts_total",
+		Help: "Objects handed out by the wrapped storage, by resource, storage operation (get, list, watch) and sharing: " +
+			"shared and unknown are tracked, private (not shared with the cache) and untracked (over the tracking cap) are not.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"group", "resource", "operation", "sharing"})
+
+	verificationsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "verifications_total",
+		Help:           "Verifications of tracked objects against their fingerprint, by trigger (completion, periodic, expiry).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"trigger"})
+
+	registerOnce sync.Once
+)
+
+// registerMetrics registers the detector's metrics in the legacy registry
+// once per process, when the first Detector is created.
+func registerMetrics() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(findingsTotal, handoutsTotal, verificationsTotal)
+	})
+}
