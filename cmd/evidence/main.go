@@ -1,0 +1,76 @@
+// Command evidence runs the duel behind `make evidence`: the same hammer
+// load against the pristine and the patched test shard, one at a time, and
+// writes evidence/duel.json, evidence/lists-per-second.svg and
+// evidence/README.md. See pkg/evidence and `evidence --help`. Exit codes: 0
+// report written, 1 the measurement failed, 2 usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/evidence"
+	"github.com/kcp-carry/kcp-carry/test/fixture"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	root, err := fixture.RepoRoot()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: %v\n", err)
+		return 2
+	}
+	cli, err := evidence.ParseArgs(os.Args[1:], root, os.Stderr)
+	if errors.Is(err, evidence.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: %v\n(see evidence --help)\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	o := cli.Options
+	o.Command = "evidence"
+	for _, a := range os.Args[1:] {
+		o.Command += " " + shellQuote(a)
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	o.Logf = logf
+	if cli.Verbose {
+		o.HammerLogf = logf
+	}
+	start := time.Now()
+	rep, err := evidence.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
+		return 1
+	}
+	if err := evidence.Write(cli.Out, rep); err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+		return 1
+	}
+	fmt.Printf("evidence: %s, %s and %s in %s (%s)\n", evidence.DuelFile, evidence.ChartFile, evidence.ReadmeFile, cli.Out, time.Since(start).Round(time.Second))
+	for _, n := range rep.Notes {
+		fmt.Printf("evidence: note: %s\n", n)
+	}
+	return 0
+}
+
+// shellQuote quotes a for a POSIX shell when it needs it.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+}

@@ -1,0 +1,64 @@
+package evidence
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseArgs(t *testing.T) {
+	root := t.TempDir()
+	cli, err := ParseArgs(nil, root, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultOptions()
+	d.Root = root
+	if diff := cmp.Diff(d, cli.Options, cmp.Comparer(func(a, b func(string, ...any)) bool { return a == nil && b == nil })); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	if cli.Out != filepath.Join(root, "evidence") {
+		t.Errorf("out = %s", cli.Out)
+	}
+
+	cli, err = ParseArgs([]string{"--duration", "3s", "--steps", "1, 3,9", "--step-lister", "v1beta1::paged", "--rounds", "1", "--clusters", "x,y", "--note", "Shared.", "--out", "o"}, root, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := cli.Options
+	if o.Duration != 3*time.Second || !cmp.Equal(o.Steps, []int{1, 3, 9}) || o.StepVariant.Name() != "v1beta1::paged" || o.Rounds != 1 ||
+		!cmp.Equal(o.Clusters, []string{"x", "y"}) || o.Note != "Shared." || cli.Out != "o" {
+		t.Errorf("parsed %+v, out %q", o, cli.Out)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--steps", "1,4,2"}, "--steps: must grow"},
+		{[]string{"--steps", "1,x"}, `--steps: "x" is not a number`},
+		{[]string{"--steps", ""}, "--steps: no step given"},
+		{[]string{"--duration", "0s"}, "--duration: must be in (0, 5m0s]"},
+		{[]string{"--duration", "1h"}, "--duration: must be in (0, 5m0s]"},
+		{[]string{"--step-lister", "v3:0"}, "--step-lister: lister v3:0: meta version must be v1 or v1beta1"},
+		{[]string{"--rounds", "0"}, "--rounds: must be in [1, 20]"},
+		{[]string{"--listers", "0"}, "--listers: must be in [1, 64]"},
+		{[]string{"--objects", "0"}, "--objects: must be in [1, 1000]"},
+		{[]string{"--clusters", "a/b"}, `--clusters: "a/b" is not a logical cluster name`},
+		{[]string{"--max-requests", "-1"}, "--max-requests: must be positive"},
+		{[]string{"--out", ""}, "--out: empty"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		if _, err := ParseArgs(tc.args, root, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := ParseArgs([]string{"--help"}, root, io.Discard); err != ErrHelp {
+		t.Errorf("--help: %v", err)
+	}
+}
