@@ -6,7 +6,7 @@ GO ?= go
 CARRY := bin/carry
 GO_TEST_FLAGS ?= -timeout 40m
 
-.PHONY: all carry overlay build kcp verify test pins bench clean
+.PHONY: all carry overlay build kcp verify test pins bench evidence clean
 
 all: build kcp
 
@@ -39,6 +39,15 @@ pins: carry
 # Cost of the carry on the list path: pristine vs patched, compared with benchstat.
 bench: overlay
 	hack/bench.sh
+
+# The evidence report (a few minutes): the same hammer load against the
+# pristine and the patched test shard, one at a time, into evidence/
+# (duel.json, lists-per-second.svg, README.md quoting evidence/benchstat.txt).
+# EVIDENCE_FLAGS passes flags, e.g. EVIDENCE_FLAGS='--note "Shared machine."'.
+EVIDENCE_FLAGS ?=
+evidence: overlay
+	$(GO) build -o bin/evidence ./cmd/evidence
+	bin/evidence $(EVIDENCE_FLAGS)
 
 test: overlay
 	$(GO) vet ./...
