@@ -62,7 +62,9 @@ type Setup struct {
 	// had changes ("" outside a git checkout).
 	Commit string `json:"commit,omitempty"`
 	// Note is the operator's remark, e.g. that the machine was shared.
-	Note      string `json:"note,omitempty"`
+	Note string `json:"note,omitempty"`
+	// Command is the command line that measured, e.g. "evidence --note ...".
+	Command   string `json:"command,omitempty"`
 	GoVersion string `json:"goVersion"`
 	GOOS      string `json:"goos"`
 	GOARCH    string `json:"goarch"`
