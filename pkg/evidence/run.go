@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/hammer"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
@@ -406,7 +407,9 @@ func (s *slot) get(ctx context.Context) (*fixture.Shard, error) {
 			return s.cur, nil
 		}
 	}
-	sh, err := fixture.Start(ctx, fixture.Options{Binary: s.binary})
+	// The fork is measured, not the debugging aid: the cache mutation
+	// detector stays off whatever this process's environment says.
+	sh, err := fixture.Start(ctx, fixture.Options{Binary: s.binary, Env: []string{cachemutation.EnvVar + "="}})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s test shard: %w", s.variant, err)
 	}
