@@ -7,6 +7,11 @@
 //
 //	{"url":"https://127.0.0.1:PORT","kubeconfig":".../admin.kubeconfig",...}
 //
+// --cache-mutation-detector (or KCP_CARRY_CACHE_MUTATION_DETECTOR=true) turns
+// on the watch-cache mutation detector, a debugging aid: every read path that
+// writes into an object shared with the watch cache is reported on stderr as a
+// "cache-mutation-finding: {json}" line, in the log and in /metrics.
+//
 // SIGTERM or SIGINT stop it; the temporary root dir is removed unless
 // --keep-root-dir (or --root-dir) is given.
 package main

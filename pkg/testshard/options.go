@@ -16,8 +16,11 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kcp-carry/kcp-carry/pkg/cachemutation"
 )
 
 // Options configure one test shard.
@@ -43,6 +46,17 @@ type Options struct {
 	// throw-away data, as in tests.
 	EtcdUnsafeNoFsync bool
 
+	// CacheMutationDetector wraps every registry's storage in the
+	// watch-cache mutation detector (pkg/cachemutation), a debugging aid:
+	// each object a read hands out is fingerprinted and re-verified, and a
+	// read path that writes into it is reported on stderr (one
+	// cachemutation.FormatLine per finding), in the log and in /metrics.
+	// KCP_CARRY_CACHE_MUTATION_DETECTOR=true turns it on as well.
+	CacheMutationDetector bool
+	// CacheMutationDetectorInterval is the period of its re-verification
+	// (0: cachemutation.DefaultInterval).
+	CacheMutationDetectorInterval time.Duration
+
 	// OnReady, if set, is called once the shard answers /readyz and
 	// admin.kubeconfig has been written.
 	OnReady func(Ready) `json:"-"`
@@ -61,6 +75,8 @@ type Ready struct {
 	RootDir string `json:"rootDir"`
 	// WatchCache tells whether the watch cache is on.
 	WatchCache bool `json:"watchCache"`
+	// CacheMutationDetector tells whether the cache mutation detector is on.
+	CacheMutationDetector bool `json:"cacheMutationDetector"`
 	// PID is the shard's process id.
 	PID int `json:"pid"`
 }
@@ -69,9 +85,10 @@ type Ready struct {
 // port, the watch cache on.
 func NewOptions() *Options {
 	return &Options{
-		BindAddress: "127.0.0.1",
-		SecurePort:  0,
-		WatchCache:  true,
+		BindAddress:                   "127.0.0.1",
+		SecurePort:                    0,
+		WatchCache:                    true,
+		CacheMutationDetectorInterval: cachemutation.DefaultInterval,
 	}
 }
 
@@ -83,6 +100,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "TLS port to serve on; 0 picks a free port and reports it in the ready line.")
 	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache, "Serve reads through the watch cache, as kcp does. --watch-cache=false is the control: LISTs go to etcd.")
 	fs.BoolVar(&o.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Let the embedded etcd skip fsync (throw-away test data only).")
+	fs.BoolVar(&o.CacheMutationDetector, "cache-mutation-detector", o.CacheMutationDetector, "Debugging aid: report read paths that write into objects shared with the watch cache (stderr, log, /metrics). Also "+cachemutation.EnvVar+"=true. Costs an extra cache read and deep copies per read; off by default.")
+	fs.DurationVar(&o.CacheMutationDetectorInterval, "cache-mutation-detector-interval", o.CacheMutationDetectorInterval, "How often the cache mutation detector re-verifies the objects requests hold (besides when each request completes).")
 }
 
 // Validate reports bad options, naming the flag.
@@ -93,7 +112,20 @@ func (o *Options) Validate() error {
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		return fmt.Errorf("--secure-port %d is out of range 0-65535", o.SecurePort)
 	}
+	if o.CacheMutationDetectorInterval < 0 {
+		return fmt.Errorf("--cache-mutation-detector-interval %s: want a positive duration", o.CacheMutationDetectorInterval)
+	}
+	if _, err := cachemutation.EnabledFromEnv(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// cacheMutationDetector reports whether the flag or the environment turns
+// the detector on (Validate has checked the environment).
+func (o *Options) cacheMutationDetector() bool {
+	on, _ := cachemutation.EnabledFromEnv()
+	return o.CacheMutationDetector || on
 }
 
 // loopbackIP parses a --bind-address value and refuses anything that is not

@@ -5,8 +5,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kcp-carry/kcp-carry/pkg/cachemutation"
 )
 
 func TestValidateBindAddress(t *testing.T) {
@@ -54,5 +57,38 @@ func TestRunRefusesNonLoopback(t *testing.T) {
 	}
 	if _, statErr := os.Stat(dir); statErr == nil {
 		t.Errorf("Run created %s before refusing", dir)
+	}
+}
+
+// The cache mutation detector is off unless the flag or the environment
+// turns it on; a bad environment value is refused, naming the variable.
+func TestCacheMutationDetectorOption(t *testing.T) {
+	t.Setenv(cachemutation.EnvVar, "")
+	o := NewOptions()
+	if err := o.Validate(); err != nil || o.cacheMutationDetector() {
+		t.Fatalf("default: validate %v, on %v", err, o.cacheMutationDetector())
+	}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--cache-mutation-detector", "--cache-mutation-detector-interval=250ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if !o.cacheMutationDetector() || o.CacheMutationDetectorInterval != 250*time.Millisecond {
+		t.Errorf("--cache-mutation-detector: on %v, interval %s", o.cacheMutationDetector(), o.CacheMutationDetectorInterval)
+	}
+
+	o = NewOptions()
+	t.Setenv(cachemutation.EnvVar, "true")
+	if err := o.Validate(); err != nil || !o.cacheMutationDetector() {
+		t.Errorf("%s=true: validate %v, on %v", cachemutation.EnvVar, err, o.cacheMutationDetector())
+	}
+	t.Setenv(cachemutation.EnvVar, "maybe")
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), cachemutation.EnvVar) {
+		t.Errorf("%s=maybe: %v", cachemutation.EnvVar, err)
+	}
+	t.Setenv(cachemutation.EnvVar, "")
+	o.CacheMutationDetectorInterval = -time.Second
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--cache-mutation-detector-interval") {
+		t.Errorf("negative interval: %v", err)
 	}
 }

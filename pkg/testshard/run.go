@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/kcp-dev/logicalcluster/v3"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -20,6 +24,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+
+	"github.com/kcp-carry/kcp-carry/pkg/cachemutation"
 )
 
 const (
@@ -82,7 +88,9 @@ func Run(ctx context.Context, o Options) (retErr error) {
 	addr := listener.Addr().(*net.TCPAddr)
 	baseURL := "https://" + net.JoinHostPort(addr.IP.String(), strconv.Itoa(addr.Port))
 
-	server, err := newServer(etcdOpts, listener, certs)
+	detector := newCacheMutationDetector(o)
+	defer detector.Stop()
+	server, err := newServer(etcdOpts, listener, certs, detector)
 	if err != nil {
 		_ = listener.Close()
 		return err
@@ -123,8 +131,10 @@ func Run(ctx context.Context, o Options) (retErr error) {
 		RootDir:    rootDir,
 		WatchCache: o.WatchCache,
 		PID:        os.Getpid(),
+
+		CacheMutationDetector: detector != nil,
 	}
-	logger.Info("test shard ready (a test shard built from kcp's fork, not kcp)", "url", baseURL, "kubeconfig", kubeconfig, "watchCache", o.WatchCache)
+	logger.Info("test shard ready (a test shard built from kcp's fork, not kcp)", "url", baseURL, "kubeconfig", kubeconfig, "watchCache", o.WatchCache, "cacheMutationDetector", detector != nil)
 	if o.OnReady != nil {
 		o.OnReady(ready)
 	}
@@ -136,8 +146,9 @@ func Run(ctx context.Context, o Options) (retErr error) {
 
 // newServer assembles the generic API server: storage, registries, OpenAPI
 // v3 (server-side apply needs it), loopback-only authentication, AlwaysAllow
-// authorization and kcp's filters.
-func newServer(etcdOpts *genericoptions.EtcdOptions, listener net.Listener, certs *servingCerts) (*genericapiserver.GenericAPIServer, error) {
+// authorization and kcp's filters; with a detector, its storage decorator
+// around every registry's storage and its request filter outermost.
+func newServer(etcdOpts *genericoptions.EtcdOptions, listener net.Listener, certs *servingCerts, detector *cachemutation.Detector) (*genericapiserver.GenericAPIServer, error) {
 	config := genericapiserver.NewRecommendedConfig(legacyscheme.Codecs)
 	config.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, openapinamer.NewDefinitionNamer(legacyscheme.Scheme))
@@ -155,6 +166,11 @@ func newServer(etcdOpts *genericoptions.EtcdOptions, listener net.Listener, cert
 	config.Authentication.Authenticator = loopbackAdmin
 	config.Authorization.Authorizer = alwaysAllow()
 	config.BuildHandlerChainFunc = buildHandlerChain
+	if detector != nil {
+		config.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+			return detector.WithRequest(buildHandlerChain(h, c))
+		}
+	}
 
 	if err := etcdOpts.ApplyTo(&config.Config); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
@@ -164,7 +180,7 @@ func newServer(etcdOpts *genericoptions.EtcdOptions, listener net.Listener, cert
 	if err != nil {
 		return nil, fmt.Errorf("generic API server: %w", err)
 	}
-	legacy, rbac, err := apiGroups(config.RESTOptionsGetter)
+	legacy, rbac, err := apiGroups(detector.RESTOptionsGetter(config.RESTOptionsGetter))
 	if err != nil {
 		return nil, err
 	}
@@ -224,4 +240,22 @@ func prepareRootDir(o Options) (string, func() error, error) {
 		return dir, noop, nil
 	}
 	return dir, func() error { return os.RemoveAll(dir) }, nil
+}
+
+// newCacheMutationDetector returns the detector when o turns it on, else
+// nil (nothing is wrapped). Findings go to stderr as
+// cachemutation.FormatLine lines, for the fixture, besides the detector's
+// own log line and metric.
+func newCacheMutationDetector(o Options) *cachemutation.Detector {
+	if !o.cacheMutationDetector() {
+		return nil
+	}
+	klog.InfoS("Cache mutation detector on: a debugging aid that fingerprints every object reads hand out and reports read-path writes into the watch cache", "interval", o.CacheMutationDetectorInterval)
+	return cachemutation.New(cachemutation.Options{
+		Interval: o.CacheMutationDetectorInterval,
+		Cluster:  func(m metav1.Object) string { return logicalcluster.From(m).String() },
+		OnFinding: func(f cachemutation.Finding) {
+			_, _ = os.Stderr.WriteString(cachemutation.FormatLine(f))
+		},
+	})
 }
