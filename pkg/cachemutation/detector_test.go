@@ -694,3 +694,39 @@ func TestSharesMemory(t *testing.T) {
 }
 
 func valueOf(o runtime.Object) reflect.Value { return reflect.ValueOf(o) }
+
+// internalRole stands in for an internal API type: no JSON tags.
+type internalRole struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	Rules []internalRule
+}
+
+type internalRule struct {
+	APIGroups       []string
+	NonResourceURLs []string
+}
+
+func (r *internalRole) DeepCopyObject() runtime.Object {
+	c := *r
+	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	c.Rules = nil
+	for _, x := range r.Rules {
+		c.Rules = append(c.Rules, internalRule{APIGroups: append([]string(nil), x.APIGroups...), NonResourceURLs: append([]string(nil), x.NonResourceURLs...)})
+	}
+	return &c
+}
+
+// TestInternalTypePaths: untagged internal types get the versioned JSON
+// names.
+func TestInternalTypePaths(t *testing.T) {
+	before := &internalRole{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}, Rules: []internalRule{{APIGroups: []string{""}, NonResourceURLs: []string{"/a"}}}}
+	after := before.DeepCopyObject().(*internalRole)
+	after.Annotations["kcp.io/original-api-version"] = ""
+	after.Rules[0].NonResourceURLs[0] = "/b"
+	paths, _ := changes(before, after)
+	want := []string{`metadata.annotations["kcp.io/original-api-version"]`, "rules[0].nonResourceURLs[0]"}
+	if d := cmp.Diff(want, paths); d != "" {
+		t.Errorf("paths (-want +got):\n%s", d)
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -253,18 +255,43 @@ func jsonPath(steps cmp.Path) string {
 }
 
 // jsonName is a struct field's JSON name; inline is true for embedded
-// fields without a name (TypeMeta, ObjectMeta in lists are named).
+// fields without a name (TypeMeta). Internal API types carry no JSON tags:
+// their embedded ObjectMeta and ListMeta are "metadata" and other fields
+// get the lower-camel-case name their versioned twins use (Rules: rules,
+// APIGroups: apiGroups).
 func jsonName(f reflect.StructField) (name string, inline bool) {
 	tag := f.Tag.Get("json")
 	name, opts, _ := strings.Cut(tag, ",")
 	if name == "-" {
 		return f.Name, false
 	}
-	if name == "" {
-		if f.Anonymous || strings.Contains(opts, "inline") {
-			return "", true
-		}
-		return f.Name, false
+	if name != "" {
+		return name, false
 	}
-	return name, false
+	if f.Anonymous || strings.Contains(opts, "inline") {
+		switch f.Type {
+		case objectMetaType, listMetaType:
+			return "metadata", false
+		}
+		return "", true
+	}
+	return lowerCamel(f.Name), false
+}
+
+var (
+	objectMetaType = reflect.TypeOf(metav1.ObjectMeta{})
+	listMetaType   = reflect.TypeOf(metav1.ListMeta{})
+)
+
+// lowerCamel lowers a Go name's leading capitals, keeping the last one of
+// a run that a lower-case letter follows: APIGroups -> apiGroups, UID -> uid.
+func lowerCamel(s string) string {
+	r := []rune(s)
+	for i := 0; i < len(r) && unicode.IsUpper(r[i]); i++ {
+		if i > 0 && i+1 < len(r) && unicode.IsLower(r[i+1]) {
+			break
+		}
+		r[i] = unicode.ToLower(r[i])
+	}
+	return string(r)
 }
