@@ -181,9 +181,8 @@ func (d *Detector) loop() {
 	}
 }
 
-// verifyAll verifies every live batch and drops what is done: completed
-// batches (after this second look), expired ones, old watch events. final
-// drops everything.
+// verifyAll verifies every live batch and drops what is done: expired
+// batches, old watch events. final drops everything.
 func (d *Detector) verifyAll(trigger string, final bool) {
 	d.mu.Lock()
 	batches := make([]*batch, 0, len(d.batches))
@@ -195,7 +194,7 @@ func (d *Detector) verifyAll(trigger string, final bool) {
 	for _, b := range batches {
 		b.mu.Lock()
 		switch {
-		case final || b.completed:
+		case final:
 			b.verifyLocked(trigger)
 			d.dropLocked(b)
 		case !b.watch && now.Sub(b.start) > d.opts.MaxAge:
@@ -221,6 +220,7 @@ func (d *Detector) dropLocked(b *batch) {
 	}
 	b.records = nil
 	b.dropped = true
+	b.releaseHoldLocked()
 }
 
 // batch is what one storage call (Get, GetList) or one watch handed out.
@@ -232,10 +232,10 @@ type batch struct {
 	start     time.Time
 	watch     bool
 
-	mu        sync.Mutex
-	records   []*record
-	completed bool
-	dropped   bool
+	mu      sync.Mutex
+	records []*record
+	dropped bool
+	holding bool // counted in holding_requests
 }
 
 // record is one tracked object.
@@ -304,23 +304,31 @@ func (d *Detector) register(ctx context.Context, b *batch) {
 	d.mu.Lock()
 	d.batches[b] = struct{}{}
 	d.mu.Unlock()
+	b.mu.Lock()
+	b.holding = true
+	b.mu.Unlock()
+	holdingRequests.Inc()
 	if !b.watch {
 		context.AfterFunc(ctx, b.complete)
 	}
 }
 
-// complete verifies b now that its request is done; the next periodic pass
-// verifies it once more and drops it.
+// complete verifies b now that its request is done, and drops it.
 func (b *batch) complete() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.dropped || b.completed {
+	if b.dropped {
 		return
 	}
 	b.verifyLocked("completion")
-	b.completed = true
-	if b.d.opts.Interval < 0 {
-		b.d.dropLocked(b)
+	b.d.dropLocked(b)
+}
+
+// releaseHoldLocked takes b out of holding_requests once.
+func (b *batch) releaseHoldLocked() {
+	if b.holding {
+		b.holding = false
+		holdingRequests.Dec()
 	}
 }
 
@@ -328,7 +336,7 @@ func (b *batch) complete() {
 func (b *batch) add(r *record) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.dropped || b.completed {
+	if b.dropped {
 		return false
 	}
 	b.records = append(b.records, r)

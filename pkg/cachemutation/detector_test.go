@@ -730,3 +730,28 @@ func TestInternalTypePaths(t *testing.T) {
 		t.Errorf("paths (-want +got):\n%s", d)
 	}
 }
+
+// TestHoldingRequests: holding_requests counts reads whose request has not
+// completed (and been verified) yet.
+func TestHoldingRequests(t *testing.T) {
+	f := newFakeCache()
+	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
+	d, _ := newTestDetector(t, f)
+	s := d.Wrap(f, configMaps)
+	base, _ := testutil.GetGaugeMetricValue(holdingRequests)
+	ctx, done := requestCtx(t, "list", "/api/v1/configmaps")
+	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	ctxW, _ := requestCtx(t, "watch", "/api/v1/configmaps")
+	w, err := s.Watch(ctxW, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := testutil.GetGaugeMetricValue(holdingRequests); v-base != 2 {
+		t.Fatalf("holding_requests = %v over the base, want 2", v-base)
+	}
+	done()
+	w.Stop()
+	waitFor(t, func() bool { v, _ := testutil.GetGaugeMetricValue(holdingRequests); return v == base }, "holding_requests to drop")
+}

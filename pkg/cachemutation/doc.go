@@ -29,9 +29,9 @@
 //
 // Every object the wrapped storage hands out — the object of a Get, each item
 // of a GetList, the object of each watch event — is fingerprinted (deep copy)
-// at hand-out, and re-verified when the request's context ends (the request
-// completed), periodically (Options.Interval) while the request runs, and once
-// more on the first periodic pass after completion. A difference is a finding.
+// at hand-out, and re-verified periodically (Options.Interval) while the
+// request runs and when the request's context ends (the request completed),
+// after which it is forgotten. A difference is a finding.
 //
 // It verifies memory shared with the cache, not the request's own copy. The
 // cacher copies each cached object struct-by-value into the caller's object
@@ -88,9 +88,9 @@
 //     writes a shared map concurrently can therefore also trip the Go
 //     runtime's concurrent map check inside the detector: that crash is the
 //     bug, found by another route.
-//   - Writes a request makes after its context ended and after the next
-//     periodic pass are not seen; hand-outs whose context never ends are
-//     dropped after Options.MaxAge, watch events after Options.WatchRetention.
+//   - Writes a request makes after its context ended are not seen; hand-outs
+//     whose context never ends are dropped after Options.MaxAge, watch events
+//     after Options.WatchRetention.
 //   - append() into a shared slice with spare capacity writes memory beyond
 //     the cache's length; the cache does not see it and neither does the
 //     detector.

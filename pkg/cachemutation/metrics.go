@@ -32,6 +32,14 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"trigger"})
 
+	holdingRequests = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "holding_requests",
+		Help: "Storage reads (Get, GetList, watches) whose request has not completed yet: their objects are held and " +
+			"not yet verified at completion. 0 means every read so far was verified after its request ended.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	registerOnce sync.Once
 )
 
@@ -39,6 +47,6 @@ var (
 // once per process, when the first Detector is created.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(findingsTotal, handoutsTotal, verificationsTotal)
+		legacyregistry.MustRegister(findingsTotal, handoutsTotal, verificationsTotal, holdingRequests)
 	})
 }
