@@ -1,0 +1,438 @@
+package cachemutation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
+	"github.com/kcp-carry/kcp-carry/test/fixture"
+)
+
+const (
+	// leakKey is the annotation the pristine fork writes into the cache.
+	leakKey = "kcp.io/original-api-version"
+	// leakPath is how the detector names it.
+	leakPath = `metadata.annotations["kcp.io/original-api-version"]`
+
+	// verifyInterval is the shards' periodic re-verification.
+	verifyInterval = 200 * time.Millisecond
+	// settle is how long a test waits for findings that should not come:
+	// the request's completion verification plus several periodic passes.
+	settle = 2 * time.Second
+	// findingsTimeout bounds the wait for findings that should come.
+	findingsTimeout = 30 * time.Second
+	// requestTimeout bounds every request (a watch: until its event).
+	requestTimeout = 30 * time.Second
+)
+
+// Accept headers.
+const (
+	acceptJSON       = "application/json"
+	acceptProtobuf   = "application/vnd.kubernetes.protobuf"
+	acceptTable      = "application/json;as=Table;g=meta.k8s.io;v=v1"
+	acceptPartialV1  = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	acceptPartialV1b = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1"
+)
+
+// accepts are the matrix's Accept values; for GET and WATCH the partial
+// kinds are PartialObjectMetadata, not ...List.
+var accepts = []struct{ name, list, single string }{
+	{"json", acceptJSON, acceptJSON},
+	{"protobuf", acceptProtobuf, acceptProtobuf},
+	{"partial-v1", acceptPartialV1, strings.Replace(acceptPartialV1, "PartialObjectMetadataList", "PartialObjectMetadata", 1)},
+	{"partial-v1beta1", acceptPartialV1b, strings.Replace(acceptPartialV1b, "PartialObjectMetadataList", "PartialObjectMetadata", 1)},
+	{"table", acceptTable, acceptTable},
+}
+
+// resource is a resource the test shard serves.
+type resource struct {
+	name       string // clusterroles, configmaps
+	group      string // for metrics and findings
+	apiPrefix  string // /apis/rbac.authorization.k8s.io/v1 or /api/v1
+	namespaced bool
+}
+
+var (
+	clusterRoles = resource{name: "clusterroles", group: "rbac.authorization.k8s.io", apiPrefix: "/apis/rbac.authorization.k8s.io/v1"}
+	configMaps   = resource{name: "configmaps", apiPrefix: "/api/v1", namespaced: true}
+)
+
+// namespace of the seeded ConfigMaps.
+const namespace = "default"
+
+// findingResource is Finding.Resource for r.
+func (r resource) findingResource() string {
+	if r.group == "" {
+		return r.name
+	}
+	return r.name + "." + r.group
+}
+
+// collectionPath is the path of r's collection in cluster ("*": all
+// clusters, and for ConfigMaps all namespaces).
+func (r resource) collectionPath(cluster string) string {
+	p := "/clusters/" + cluster + r.apiPrefix
+	if r.namespaced && cluster != "*" {
+		p += "/namespaces/" + namespace
+	}
+	return p + "/" + r.name
+}
+
+func (r resource) objectPath(cluster, name string) string {
+	return r.collectionPath(cluster) + "/" + name
+}
+
+// shardBinary builds (once per test binary) or finds a shard variant; the
+// suite uses the pristine and patched-race builds the e2e suite uses.
+func shardBinary(t *testing.T, v fixture.Variant) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("live test shard: run without -short")
+	}
+	root, err := fixture.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Pristine && os.Getenv(fixture.EnvPatched) == "" && os.Getenv(fixture.EnvPatchedRace) == "" {
+		for _, p := range []string{".overlay", "go.work"} {
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Skipf("the patched fork is not there yet (%s missing): run `make overlay` first", p)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	bin, err := fixture.BuildShard(ctx, root, v)
+	if err != nil {
+		t.Fatalf("building the %s test shard: %v", v, err)
+	}
+	return bin
+}
+
+// startShard starts a shard with the detector on. expect: the test asserts
+// on findings itself; otherwise any finding fails the test (test mode).
+func startShard(t *testing.T, v fixture.Variant, expect bool) *fixture.Shard {
+	t.Helper()
+	s := fixture.StartT(t, fixture.Options{
+		Binary:                shardBinary(t, v),
+		CacheMutationDetector: true,
+		ExpectCacheMutations:  expect,
+		Args:                  []string{"--cache-mutation-detector-interval=" + verifyInterval.String()},
+	})
+	if !s.CacheMutationDetector() {
+		t.Fatal("the shard does not run the cache mutation detector")
+	}
+	return s
+}
+
+// client sends raw requests to a shard.
+type client struct {
+	base string
+	http *http.Client
+	cfg  *rest.Config
+}
+
+func newClient(t *testing.T, s *fixture.Shard) *client {
+	t.Helper()
+	rt, err := rest.TransportFor(s.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &client{base: s.URL(), http: &http.Client{Transport: rt}, cfg: s.RESTConfig()}
+}
+
+// response is a finished request.
+type response struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+// get sends GET path?query with Accept and reads the whole answer.
+func (c *client) get(ctx context.Context, path string, query url.Values, accept string) (*response, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path+"?"+query.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body}, nil
+}
+
+// mustGet is get that fails the test unless the answer is 200.
+func (c *client) mustGet(t *testing.T, path string, query url.Values, accept string) *response {
+	t.Helper()
+	r, err := c.get(context.Background(), path, query, accept)
+	if err != nil {
+		t.Fatalf("GET %s?%s (Accept %s): %v", path, query.Encode(), accept, err)
+	}
+	if r.status != http.StatusOK {
+		t.Fatalf("GET %s?%s (Accept %s): %d %s", path, query.Encode(), accept, r.status, truncate(r.body))
+	}
+	return r
+}
+
+// watchUntil opens a watch (GET path?watch=1&query), calls trigger once
+// the server answered, and reads the stream until it contains token or
+// requestTimeout passes. It returns what it read.
+func (c *client) watchUntil(t *testing.T, path string, query url.Values, accept string, trigger func(), token string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	q.Set("watch", "1")
+	q.Set("timeoutSeconds", fmt.Sprint(int(requestTimeout/time.Second)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path+"?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatalf("WATCH %s?%s (Accept %s): %v", path, q.Encode(), accept, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		t.Fatalf("WATCH %s?%s (Accept %s): %d %s", path, q.Encode(), accept, resp.StatusCode, truncate(b))
+	}
+	trigger()
+	var seen bytes.Buffer
+	buf := make([]byte, 32<<10)
+	for !bytes.Contains(seen.Bytes(), []byte(token)) {
+		n, err := resp.Body.Read(buf)
+		seen.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("WATCH %s?%s (Accept %s): no event with %q before %v (%d bytes read)", path, q.Encode(), accept, token, err, seen.Len())
+		}
+		if seen.Len() > 16<<20 {
+			t.Fatalf("WATCH %s: 16 MiB without %q", path, token)
+		}
+	}
+	return seen.Bytes()
+}
+
+func truncate(b []byte) string {
+	if len(b) > 512 {
+		return string(b[:512]) + "..."
+	}
+	return string(b)
+}
+
+var protobufSerializer = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// listMeta returns the number of items and the continue token of a LIST
+// answer in any of the matrix's media types.
+func listMeta(r *response) (items int, cont string, err error) {
+	if strings.HasPrefix(r.contentType, acceptProtobuf) {
+		obj, _, err := protobufSerializer.Decode(r.body, nil, nil)
+		if err != nil {
+			return 0, "", fmt.Errorf("decoding protobuf list: %w", err)
+		}
+		objs, err := meta.ExtractList(obj)
+		if err != nil {
+			return 0, "", err
+		}
+		la, err := meta.ListAccessor(obj)
+		if err != nil {
+			return 0, "", err
+		}
+		return len(objs), la.GetContinue(), nil
+	}
+	var l struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+		Rows  []json.RawMessage `json:"rows"`
+	}
+	if err := json.Unmarshal(r.body, &l); err != nil {
+		return 0, "", fmt.Errorf("decoding list (%s): %w: %s", r.contentType, err, truncate(r.body))
+	}
+	return len(l.Items) + len(l.Rows), l.Metadata.Continue, nil
+}
+
+// partialList decodes a PartialObjectMetadataList answer (JSON).
+func partialList(t *testing.T, r *response) *metav1.PartialObjectMetadataList {
+	t.Helper()
+	l := &metav1.PartialObjectMetadataList{}
+	if err := json.Unmarshal(r.body, l); err != nil {
+		t.Fatalf("decoding PartialObjectMetadataList: %v: %s", err, truncate(r.body))
+	}
+	return l
+}
+
+// kube is a typed client for one logical cluster.
+func kube(t *testing.T, s *fixture.Shard, cluster string) kubernetes.Interface {
+	t.Helper()
+	k, err := kubernetes.NewForConfig(s.ClusterConfig(cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// seed creates n ClusterRoles and n ConfigMaps named <prefix>-<i> in
+// cluster, labelled suite=<cluster> and parity=even|odd, and returns their
+// names.
+func seed(t *testing.T, s *fixture.Shard, cluster, prefix string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	k := kube(t, s, cluster)
+	var names []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		parity := map[bool]string{true: "even", false: "odd"}[i%2 == 0]
+		labels := map[string]string{"suite": cluster, "parity": parity}
+		_, err := k.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"seeded-by": "test/cachemutation"}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating ClusterRole %s|%s: %v", cluster, name, err)
+		}
+		_, err = k.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: map[string]string{"seeded-by": "test/cachemutation"}},
+			Data:       map[string]string{"key": "value", "other": "data"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("creating ConfigMap %s|%s/%s: %v", cluster, namespace, name, err)
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// touch sets label touch=<token> on r's object name in cluster (a merge
+// patch), so a watch sees a MODIFIED event carrying token.
+func touch(t *testing.T, s *fixture.Shard, r resource, cluster, name, token string) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"touch":%q}}}`, token))
+	k := kube(t, s, cluster)
+	var err error
+	if r.namespaced {
+		_, err = k.CoreV1().ConfigMaps(namespace).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	} else {
+		_, err = k.RbacV1().ClusterRoles().Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		t.Fatalf("patching %s %s|%s: %v", r.name, cluster, name, err)
+	}
+}
+
+// findings reads the shard's findings so far.
+func findings(t *testing.T, s *fixture.Shard) []cm.Finding {
+	t.Helper()
+	fs, err := s.CacheMutationFindings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// waitFindings waits until the shard reported at least n findings or
+// findingsTimeout passed, then settles and returns them all.
+func waitFindings(t *testing.T, s *fixture.Shard, n int) []cm.Finding {
+	t.Helper()
+	deadline := time.Now().Add(findingsTimeout)
+	for len(findings(t, s)) < n && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(settle)
+	return findings(t, s)
+}
+
+// metric sums a detector metric on the shard.
+func metric(t *testing.T, s *fixture.Shard, name string, labels map[string]string) float64 {
+	t.Helper()
+	m, err := s.Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Sum("watch_cache_mutation_detector_"+name, labels)
+}
+
+// handouts is handouts_total for r, operation and sharing ("" = any).
+func handouts(t *testing.T, s *fixture.Shard, r resource, operation, sharing string) float64 {
+	t.Helper()
+	l := map[string]string{"resource": r.name, "operation": operation}
+	if sharing != "" {
+		l["sharing"] = sharing
+	}
+	return metric(t, s, "handouts_total", l)
+}
+
+// seedResource creates objects of r with names in cluster, labelled
+// parity=even|odd by the number in their name, with one extra annotation.
+func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, names []string) {
+	t.Helper()
+	ctx := context.Background()
+	k := kube(t, s, cluster)
+	for _, name := range names {
+		var i int
+		_, _ = fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &i)
+		labels := map[string]string{"suite": cluster, "parity": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}
+		om := metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"seeded-by": "test/cachemutation"}}
+		var err error
+		if r.namespaced {
+			om.Namespace = namespace
+			_, err = k.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: om, Data: map[string]string{"key": "value"}}, metav1.CreateOptions{})
+		} else {
+			_, err = k.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: om,
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatalf("creating %s %s|%s: %v", r.name, cluster, name, err)
+		}
+	}
+}
+
+// waitIdle waits until the detector verified every read at its request's
+// completion (holding_requests is 0), so the next request's writes cannot
+// be attributed to an earlier request that was still being torn down.
+func waitIdle(t *testing.T, s *fixture.Shard) {
+	t.Helper()
+	deadline := time.Now().Add(requestTimeout)
+	for {
+		if metric(t, s, "holding_requests", nil) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shard still holds objects of finished requests after %s", requestTimeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

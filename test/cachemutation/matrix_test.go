@@ -1,0 +1,308 @@
+package cachemutation
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
+	"github.com/kcp-carry/kcp-carry/test/fixture"
+)
+
+// Every cell seeds cellObjects of its resource into a logical cluster of its
+// own first, so a cell that writes into the cache finds objects nobody
+// wrote before (the pristine fork writes each object once).
+var cellObjects = []string{"m-1", "m-2"}
+
+const (
+	maxPages = 50
+	// pageSize: a cell's cluster has len(cellObjects) objects of a
+	// resource, the wildcard scope those of every cell so far.
+	pageSize         = 1
+	wildcardPageSize = 100
+)
+
+// selector is a LIST/WATCH variant: its query, and for a WATCH the object
+// to touch so that the watch sees an event.
+type selector struct {
+	name  string
+	query url.Values
+	touch string
+}
+
+var selectors = []selector{
+	{"plain", url.Values{}, "m-1"},
+	{"label", url.Values{"labelSelector": {"parity=even"}}, "m-2"},
+	{"field", url.Values{"fieldSelector": {"metadata.name!=m-0"}}, "m-1"},
+	// A single-name field selector makes the registry read one key, which
+	// in the wildcard scope is no object (see docs/read-path-audit.md):
+	// single-cluster scope only.
+	{"field-name", url.Values{"fieldSelector": {"metadata.name=m-1"}}, "m-1"},
+}
+
+// selectorsFor are the selectors that select objects in scope.
+func selectorsFor(scope string) []selector {
+	if scope == "*" {
+		return selectors[:3]
+	}
+	return selectors
+}
+
+// cell is one request shape of the matrix.
+type cell struct {
+	verb, resource, scope, accept, rv, variant string
+}
+
+func (c cell) String() string {
+	return fmt.Sprintf("%s %s %s %s rv=%q %s", c.verb, c.resource, c.scope, c.accept, c.rv, c.variant)
+}
+
+// matrixRun is what runMatrix did: the cells, and which cell sent each
+// request (path?query and Accept, as the detector reports them).
+type matrixRun struct {
+	cells     []cell
+	byRequest map[string]cell
+	requests  int
+	watches   int
+}
+
+func requestKey(path, query, accept string) string { return path + "?" + query + "|" + accept }
+
+func (m *matrixRun) sent(c cell, path string, q url.Values, accept string) {
+	m.byRequest[requestKey(path, q.Encode(), accept)] = c
+}
+
+// cellOf is the cell that sent the request a finding names.
+func (m *matrixRun) cellOf(f cm.Finding) (cell, bool) {
+	c, ok := m.byRequest[requestKey(f.Request.Path, f.Request.Query, f.Request.Accept)]
+	return c, ok
+}
+
+// runMatrix sends the matrix to s, one request at a time: LIST, GET and
+// WATCH of ClusterRoles and ConfigMaps × Accept json, protobuf,
+// PartialObjectMetadata v1 and v1beta1, Table × wildcard and single-cluster
+// scope × resourceVersion "" and "0" × plain, label- and field-selected and
+// (LIST) paginated. Each cell first seeds fresh objects (cellObjects) in a
+// cluster of its own. GET has no wildcard cell: kcp only serves list and
+// watch in "*" (WithWildcardListWatchGuard).
+//
+// exact waits before each cell until the detector verified the previous
+// cell's reads at their completion, so every finding names the cell that
+// wrote (a request still being torn down would otherwise see the next
+// cell's write first); it costs a /metrics scrape per cell.
+func runMatrix(t *testing.T, s *fixture.Shard, exact bool) *matrixRun {
+	t.Helper()
+	c := newClient(t, s)
+	m := &matrixRun{byRequest: map[string]cell{}}
+	start := time.Now()
+	n, token := 0, 0
+	var cluster, scope string
+	for _, r := range []resource{clusterRoles, configMaps} {
+		for _, wildcard := range []bool{true, false} {
+			for _, a := range accepts {
+				for _, rv := range []string{"", "0"} {
+					withRV := func(q url.Values) url.Values {
+						out := url.Values{}
+						for k, v := range q {
+							out[k] = v
+						}
+						if rv != "" {
+							out.Set("resourceVersion", rv)
+						}
+						return out
+					}
+					// mk starts a cell: the previous cell's reads are verified,
+					// fresh objects in a new cluster are in the cache.
+					var path string
+					mk := func(verb, variant string) cell {
+						if exact {
+							waitIdle(t, s)
+						}
+						n++
+						cluster = fmt.Sprintf("m%04d", n)
+						seedResource(t, s, r, cluster, cellObjects)
+						// A consistent LIST waits until the cache has them
+						// (a resourceVersion "0" read would not). Plain JSON
+						// in one cluster: no fork writes on this path, and a
+						// finding it caused would name no cell and fail.
+						c.mustGet(t, r.collectionPath(cluster), url.Values{}, acceptJSON)
+						scope = cluster
+						if wildcard {
+							scope = "*"
+						}
+						path = r.collectionPath(scope)
+						cl := cell{verb: verb, resource: r.name, scope: map[bool]string{true: "*", false: "cluster"}[wildcard], accept: a.name, rv: rv, variant: variant}
+						m.cells = append(m.cells, cl)
+						return cl
+					}
+					scopeOf := "*"
+					if !wildcard {
+						scopeOf = "cluster"
+					}
+
+					// LIST, plain and selected.
+					for _, sel := range selectorsFor(scopeOf) {
+						cl := mk("list", sel.name)
+						q := withRV(sel.query)
+						m.sent(cl, path, q, a.list)
+						resp := c.mustGet(t, path, q, a.list)
+						m.requests++
+						if n, _, err := listMeta(resp); err != nil || n == 0 {
+							t.Errorf("%s: %d items, %v", cl, n, err)
+						}
+					}
+
+					// LIST, paginated.
+					cl := mk("list", "paged")
+					limit := fmt.Sprint(pageSize)
+					if wildcard {
+						limit = fmt.Sprint(wildcardPageSize)
+					}
+					q := withRV(url.Values{"limit": {limit}})
+					total := 0
+					for page := 0; ; page++ {
+						if page == maxPages {
+							t.Fatalf("%s: more than %d pages", cl, maxPages)
+						}
+						m.sent(cl, path, q, a.list)
+						resp := c.mustGet(t, path, q, a.list)
+						m.requests++
+						n, cont, err := listMeta(resp)
+						if err != nil {
+							t.Fatalf("%s: %v", cl, err)
+						}
+						total += n
+						if cont == "" {
+							break
+						}
+						q = url.Values{"limit": {limit}, "continue": {cont}}
+					}
+					if total < len(cellObjects) {
+						t.Errorf("%s: %d items in all pages, want at least %d", cl, total, len(cellObjects))
+					}
+
+					// GET (single cluster only).
+					if !wildcard {
+						cl := mk("get", "plain")
+						p, q := r.objectPath(scope, cellObjects[0]), withRV(url.Values{})
+						m.sent(cl, p, q, a.single)
+						c.mustGet(t, p, q, a.single)
+						m.requests++
+					}
+
+					// WATCH: a live event for an object the watch selects.
+					for _, sel := range selectorsFor(scopeOf) {
+						cl := mk("watch", sel.name)
+						token++
+						tok := fmt.Sprintf("tok%06d", token)
+						q := withRV(sel.query)
+						wq := url.Values{}
+						for k, v := range q {
+							wq[k] = v
+						}
+						wq.Set("watch", "1")
+						wq.Set("timeoutSeconds", fmt.Sprint(int(requestTimeout/time.Second)))
+						m.sent(cl, path, wq, a.single)
+						c.watchUntil(t, path, q, a.single, func() { touch(t, s, r, cluster, sel.touch, tok) }, tok)
+						m.watches++
+					}
+				}
+			}
+		}
+	}
+	_ = scope
+	waitIdle(t, s)
+	t.Logf("matrix: %d cells, %d LIST/GET requests and %d watches in %s", len(m.cells), m.requests, m.watches, time.Since(start).Round(time.Millisecond))
+	return m
+}
+
+// TestPatchedMatrixIsClean: on the patched fork (-race build) no request of
+// the matrix writes into the watch cache. The shard runs in the fixture's
+// test mode: any finding fails the test. The detector has teeth here: the
+// metrics show it verified objects shared with the cache for every verb and
+// resource, TestPristineMatrixAudit runs the same matrix on the pristine
+// fork and sees exactly the wildcard partial-metadata LIST cells write, and
+// TestPristineOneWildcardPartialListIsCaught is the one-request control.
+func TestPatchedMatrixIsClean(t *testing.T) {
+	s := startShard(t, fixture.Variant{Race: true}, false)
+	m := runMatrix(t, s, false)
+
+	time.Sleep(settle)
+	if fs := findings(t, s); len(fs) != 0 {
+		var b strings.Builder
+		for _, f := range fs {
+			c, _ := m.cellOf(f)
+			fmt.Fprintf(&b, "  [%s] %s\n", c, f)
+		}
+		t.Errorf("the patched fork wrote into the watch cache %d times:\n%s", len(fs), b.String())
+	}
+	requireTeeth(t, s)
+	requirePatchDoesNotPersist(t, s)
+	if strings.Contains(s.Stderr(), fixture.SigDataRace) {
+		t.Errorf("the race detector reported a DATA RACE in the shard:\n%s", s.Fatal())
+	}
+}
+
+// requireTeeth fails unless the detector verified objects shared with the
+// cache for every resource and verb, and classified GETs served by etcd as
+// private.
+func requireTeeth(t *testing.T, s *fixture.Shard) {
+	t.Helper()
+	for _, r := range []resource{clusterRoles, configMaps} {
+		for _, op := range []string{"list", "get", "watch"} {
+			if n := handouts(t, s, r, op, cm.SharingShared); n == 0 {
+				t.Errorf("no %s %s hand-out was shared with the cache: the matrix did not exercise the detector", r.name, op)
+			} else {
+				t.Logf("%s %s: %v hand-outs shared with the cache (tracked), %v private, %v unknown",
+					r.name, op, n, handouts(t, s, r, op, cm.SharingPrivate), handouts(t, s, r, op, cm.SharingUnknown))
+			}
+		}
+		if n := handouts(t, s, r, "get", cm.SharingPrivate); n == 0 {
+			t.Errorf("no %s GET was classified private: GETs without resourceVersion are served by etcd", r.name)
+		}
+	}
+	if n := metric(t, s, "verifications_total", nil); n == 0 {
+		t.Error("the detector verified nothing")
+	}
+}
+
+// TestPristineMatrixAudit runs the matrix on the fork as kcp v0.32.3 ships
+// it and attributes every finding to the cell whose request held the
+// object. It asserts what docs/read-path-audit.md says: exactly the LIST
+// cells with a wildcard scope and a PartialObjectMetadataList Accept (v1 and
+// v1beta1, every resourceVersion, selector and page) write into the cache,
+// always metadata.annotations["kcp.io/original-api-version"]; no GET, no
+// WATCH, no Table, no single-cluster cell does.
+func TestPristineMatrixAudit(t *testing.T) {
+	s := startShard(t, fixture.Variant{Pristine: true}, true)
+	m := runMatrix(t, s, true)
+	fs := waitFindings(t, s, 1)
+
+	perCell := map[cell]int{}
+	for _, f := range fs {
+		c, ok := m.cellOf(f)
+		if !ok {
+			t.Errorf("a finding names a request the matrix did not send: %s", f)
+			continue
+		}
+		perCell[c]++
+		if len(f.Paths) != 1 || f.Paths[0] != leakPath {
+			t.Errorf("[%s] changed %v, want [%s]", c, f.Paths, leakPath)
+		}
+	}
+	var table strings.Builder
+	for _, c := range m.cells {
+		want := c.verb == "list" && c.scope == "*" && strings.HasPrefix(c.accept, "partial-")
+		got := perCell[c]
+		if want != (got > 0) {
+			t.Errorf("[%s] %d findings, want findings: %v", c, got, want)
+		}
+		if got > 0 {
+			fmt.Fprintf(&table, "  %-70s %d objects written\n", c, got)
+		}
+	}
+	t.Logf("pristine fork: %d findings in %d of %d cells:\n%s", len(fs), len(perCell), len(m.cells), table.String())
+	requireTeeth(t, s)
+}
