@@ -124,8 +124,10 @@ func TestFormat(t *testing.T) {
 			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
-	if got := duel.Seconds(3460 * time.Millisecond); got != "3.5 s" {
-		t.Errorf("Seconds = %q", got)
+	for d, want := range map[time.Duration]string{3460 * time.Millisecond: "3.5 s", time.Second: "1.0 s", 630 * time.Millisecond: "630 ms", 4 * time.Millisecond: "4 ms", 0: "0 ms"} {
+		if got := duel.Seconds(d); got != want {
+			t.Errorf("Seconds(%s) = %q, want %q", d, got, want)
+		}
 	}
 	if got := (*duel.Fatal)(nil).Markdown(); got != "none" {
 		t.Errorf("nil fatal = %q", got)

@@ -194,8 +194,12 @@ func ShortFunc(fn string) string {
 	return fn
 }
 
-// Seconds formats d as seconds with one decimal, e.g. "2.3 s".
+// Seconds formats d as seconds with one decimal, e.g. "2.3 s", or as
+// milliseconds below a second, e.g. "630 ms".
 func Seconds(d time.Duration) string {
+	if d < time.Second && d > -time.Second {
+		return strconv.FormatInt(d.Round(time.Millisecond).Milliseconds(), 10) + " ms"
+	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
 }
 

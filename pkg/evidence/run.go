@@ -23,8 +23,9 @@ import (
 const deathGrace = 30 * time.Second
 
 // Run measures: the duel, the single-lister rounds, the scaling steps. It
-// starts every shard it needs (a fresh one for each duel run, and again
-// after a shard died) and stops them all before it returns. The error is
+// starts every shard it needs (a fresh one for each duel run and for the
+// single-lister rounds, and again after a shard died) and stops them all
+// before it returns. The error is
 // for what made the measurement impossible (a shard that does not build or
 // start, a hammer that cannot seed); what happened to the shards is in the
 // report.
@@ -62,7 +63,15 @@ func Run(ctx context.Context, o Options) (*duel.Report, error) {
 		}
 	}
 
-	// One lister, rounds alternating which shard goes first.
+	// One lister, rounds alternating which shard goes first, from two fresh
+	// shards: the patched one that served the duel has a longer history
+	// (writes, watch cache churn, a grown heap) than a pristine one that
+	// just replaced its dead predecessor.
+	for _, s := range []*slot{m.pristine, m.patched} {
+		if err := s.restart(ctx); err != nil {
+			return nil, err
+		}
+	}
 	one := o.stepLoad(1)
 	rep.SingleLister.Load = loadOf(one)
 	for i := 0; i < o.Rounds; i++ {

@@ -88,7 +88,7 @@ func README(rep *duel.Report, bench string) []byte {
 	b.WriteString("![Successful wildcard partial-metadata LISTs per second, pristine fork against the carry, under the same load](" + ChartFile + ")\n\n")
 
 	b.WriteString("## Setup\n\n")
-	b.WriteString("- **Test shard**: `cmd/testshard`, the fork's API server with its watch cache behind kcp's request filters, over kcp's embedded etcd, on 127.0.0.1 (a shard-like server, not kcp), with its watch cache on and the cache mutation detector off. Each duel run gets a fresh shard; the single-lister and scaling runs reuse the running ones, and a shard that died is replaced by a fresh one.\n")
+	b.WriteString("- **Test shard**: `cmd/testshard`, the fork's API server with its watch cache behind kcp's request filters, over kcp's embedded etcd, on 127.0.0.1 (a shard-like server, not kcp), with its watch cache on and the cache mutation detector off. Each duel run gets a fresh shard, and so does each variant before the single-lister rounds; the scaling steps reuse those, and a shard that died is replaced by a fresh one (the hammer seeds it before its load).\n")
 	for _, sh := range s.Shards {
 		fmt.Fprintf(&b, "- **%s**: `%s`, %s.\n", sh.Variant, sh.Binary, sh.Build)
 	}
