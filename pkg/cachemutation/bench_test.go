@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -65,10 +66,14 @@ func benchCache(b *testing.B, mode string) *realCache {
 	return rc
 }
 
-// waitVerified waits (spinning) until the detector verified and dropped
-// every hand-out, so "on" pays for its verification.
-func waitVerified(d *Detector) {
+// waitVerified waits (spinning, at most 10s) until the detector verified
+// and dropped every hand-out, so "on" pays for its verification.
+func waitVerified(b *testing.B, d *Detector) {
+	deadline := time.Now().Add(10 * time.Second)
 	for d.Tracked() != 0 {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d objects still tracked 10s after their request ended", d.Tracked())
+		}
 		runtime.Gosched()
 	}
 }
@@ -91,7 +96,7 @@ func BenchmarkGetList(b *testing.B) {
 				}
 				cancel()
 				if rc.d != nil {
-					waitVerified(rc.d)
+					waitVerified(b, rc.d)
 				}
 			}
 		})
@@ -113,7 +118,7 @@ func BenchmarkGet(b *testing.B) {
 				}
 				cancel()
 				if rc.d != nil {
-					waitVerified(rc.d)
+					waitVerified(b, rc.d)
 				}
 			}
 		})
