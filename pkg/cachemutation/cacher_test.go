@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.etcd.io/etcd/server/v3/embed"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/etcd3/testserver"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes/scheme"
 )
@@ -41,19 +41,43 @@ type realCache struct {
 	destroy func()
 }
 
-// startEtcd runs an in-process etcd bound to 127.0.0.1 for tb.
+// startEtcd runs an in-process etcd bound to 127.0.0.1 for tb and returns
+// its client endpoints.
 func startEtcd(tb testing.TB) []string {
 	tb.Helper()
-	cfg := testserver.NewTestConfig(tb)
-	// NewTestConfig listens on "localhost": bind the loopback address only.
-	for _, us := range [][]url.URL{cfg.ListenPeerUrls, cfg.AdvertisePeerUrls, cfg.ListenClientUrls, cfg.AdvertiseClientUrls} {
-		for i := range us {
-			us[i].Host = net.JoinHostPort("127.0.0.1", us[i].Port())
-		}
-	}
+	cfg := embed.NewConfig()
+	cfg.Dir = tb.TempDir()
+	cfg.UnsafeNoFsync = true
+	cfg.LogLevel = "error"
+	client, peer := loopbackURL(tb), loopbackURL(tb)
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	client := testserver.RunEtcd(tb, cfg)
-	return client.Endpoints()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		tb.Fatalf("starting etcd: %v", err)
+	}
+	tb.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(60 * time.Second):
+		e.Server.Stop()
+		tb.Fatal("etcd not ready after 60s")
+	}
+	return []string{client.String()}
+}
+
+// loopbackURL is http://127.0.0.1:<a free port>. etcd opens the listener
+// itself, so another process could take the port first; etcd then fails to
+// start and the test says so.
+func loopbackURL(tb testing.TB) url.URL {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return url.URL{Scheme: "http", Host: l.Addr().String()}
 }
 
 // startRealCache builds StorageWithCacher's storage for ConfigMaps and, if
