@@ -11,10 +11,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/evidence"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
@@ -36,6 +38,20 @@ func run() int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\n(see evidence --help)\n", err)
 		return 2
+	}
+	if cli.RenderOnly {
+		path := filepath.Join(cli.Out, evidence.DuelFile)
+		rep, err := duel.Read(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "evidence: --render-only: %v\n", err)
+			return 1
+		}
+		if err := evidence.Write(cli.Out, rep); err != nil {
+			fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+			return 1
+		}
+		fmt.Printf("evidence: %s and %s rendered again from %s\n", evidence.ChartFile, evidence.ReadmeFile, path)
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

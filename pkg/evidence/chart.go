@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -69,6 +70,7 @@ func newChart(rep *duel.Report) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = 0, xmax
 	// Headroom for the legend above the lines.
 	p.Y.Min, p.Y.Max = 0, max(1, top*1.35)
+	p.Y.Tick.Marker = wholeTicks{}
 
 	for _, s := range []struct {
 		pts   plotter.XYs
@@ -114,6 +116,19 @@ func newChart(rep *duel.Report) (*plot.Plot, error) {
 	p.Legend.XOffs = -vg.Points(4)
 	p.Title.Padding = vg.Points(6)
 	return p, nil
+}
+
+// wholeTicks are plot.DefaultTicks labelled without decimals.
+type wholeTicks struct{}
+
+func (wholeTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', 0, 64)
+		}
+	}
+	return ts
 }
 
 // margin keeps the plot off the image's edges.

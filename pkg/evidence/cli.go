@@ -18,6 +18,8 @@ type CLI struct {
 	// Out is the directory the report goes to.
 	Out     string
 	Verbose bool
+	// RenderOnly re-renders the report from Out/duel.json, measuring nothing.
+	RenderOnly bool
 }
 
 // ErrHelp is returned by ParseArgs for -h/--help (usage was printed).
@@ -69,6 +71,7 @@ func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
 	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
 	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
 	fs.BoolVar(&cli.Verbose, "v", false, "log the hammer's phases")
+	fs.BoolVar(&cli.RenderOnly, "render-only", false, "measure nothing: render the chart and README.md again from DIR/duel.json (e.g. to quote a new benchstat.txt)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

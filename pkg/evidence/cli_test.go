@@ -25,13 +25,16 @@ func TestParseArgs(t *testing.T) {
 		t.Errorf("out = %s", cli.Out)
 	}
 
-	cli, err = ParseArgs([]string{"--duration", "3s", "--steps", "1, 3,9", "--step-lister", "v1beta1::paged", "--rounds", "1", "--clusters", "x,y", "--note", "Shared.", "--out", "o"}, root, io.Discard)
+	if cli.RenderOnly {
+		t.Error("--render-only by default")
+	}
+	cli, err = ParseArgs([]string{"--render-only", "--duration", "3s", "--steps", "1, 3,9", "--step-lister", "v1beta1::paged", "--rounds", "1", "--clusters", "x,y", "--note", "Shared.", "--out", "o"}, root, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := cli.Options
 	if o.Duration != 3*time.Second || !cmp.Equal(o.Steps, []int{1, 3, 9}) || o.StepVariant.Name() != "v1beta1::paged" || o.Rounds != 1 ||
-		!cmp.Equal(o.Clusters, []string{"x", "y"}) || o.Note != "Shared." || cli.Out != "o" {
+		!cmp.Equal(o.Clusters, []string{"x", "y"}) || o.Note != "Shared." || cli.Out != "o" || !cli.RenderOnly {
 		t.Errorf("parsed %+v, out %q", o, cli.Out)
 	}
 

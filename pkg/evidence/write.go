@@ -112,11 +112,11 @@ func README(rep *duel.Report, bench string) []byte {
 
 	b.WriteString("## Results\n\n")
 	b.WriteString("LIST/s counts successful LIST requests (a page of a paged LIST is one) per second the shard was alive; time to death runs from the start of the load to the first failed request of the streak that ended with the process gone.\n\n")
-	b.WriteString(rep.Summary())
+	b.WriteString(strings.TrimLeft(rep.Tables(), "\n"))
 
 	b.WriteString("\n## Cost benchmarks\n\n")
 	if strings.TrimSpace(bench) == "" {
-		b.WriteString("Not measured yet: `make bench` writes `" + BenchstatFile + "` here, and the next `make evidence` quotes it.\n")
+		b.WriteString("Not measured yet: `make bench` writes `" + BenchstatFile + "` here, and the next `make evidence` (or `bin/evidence --render-only`) quotes it.\n")
 	} else {
 		b.WriteString("`go test -bench` of the real list handler (`test/bench`), pristine (`GOWORK=off`) against patched, compared with benchstat ([`" +
 			BenchstatFile + "`](" + BenchstatFile + "), from `make bench`):\n\n")
@@ -127,6 +127,7 @@ func README(rep *duel.Report, bench string) []byte {
 	b.WriteString("```sh\n")
 	b.WriteString("make bench      # the Go benchmarks: " + BenchstatFile + " (and bench/)\n")
 	b.WriteString("make evidence   # this report: " + DuelFile + ", " + ChartFile + ", " + ReadmeFile + "\n")
+	b.WriteString("bin/evidence --render-only   # the chart and this README again from " + DuelFile + " (e.g. after make bench), measuring nothing\n")
 	b.WriteString("```\n")
 	if s.Command != "" {
 		b.WriteString("\nThis report was made by:\n\n" + fence(s.Command) + "\n")
