@@ -54,8 +54,8 @@ func newChart(rep *duel.Report) (*plot.Plot, error) {
 		return nil, errors.New("the duel has no timeline to chart")
 	}
 	p := plot.New()
-	p.Title.Text = "Wildcard partial-metadata LISTs per second under the same load"
-	p.X.Label.Text = fmt.Sprintf("seconds since the load started (%s)", plainLoad(rep.Duel.Load))
+	p.Title.Text = "Wildcard partial-metadata LISTs per second under the same load\n" + plainLoad(rep.Duel.Load)
+	p.X.Label.Text = "seconds since the load started"
 	p.Y.Label.Text = "successful LIST requests per second"
 	p.Add(plotter.NewGrid())
 
@@ -112,8 +112,11 @@ func newChart(rep *duel.Report) (*plot.Plot, error) {
 			p.Add(cross)
 		}
 	}
+	// Top left, growing into the plot: the legend's text is long, and an SVG
+	// viewer's font may be wider than the one plot measured with.
 	p.Legend.Top = true
-	p.Legend.XOffs = -vg.Points(4)
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
 	p.Title.Padding = vg.Points(6)
 	return p, nil
 }
@@ -161,7 +164,7 @@ func chartPoints(r duel.Run) plotter.XYs {
 	return pts
 }
 
-// plainLoad is the load in a few words for the axis label.
+// plainLoad is the load in a few words for the title.
 func plainLoad(l duel.Load) string {
 	return fmt.Sprintf("%d listers, %d watchers, %d writers, one shard at a time", len(l.Listers), l.Watchers, l.Writers)
 }
