@@ -28,16 +28,21 @@ import (
 const partialMetadataListV1 = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 // newCachedClusterRoles returns n internal ClusterRoles shaped like the ones a
-// kcp shard serves: a few labels, a few annotations, a couple of rules.
-func newCachedClusterRoles(n int) []*rbac.ClusterRole {
+// kcp shard serves: three labels, a couple of rules, and the given number of
+// annotations (at least kcp.io/cluster): the copy the carry makes grows with it.
+func newCachedClusterRoles(n, annotations int) []*rbac.ClusterRole {
 	roles := make([]*rbac.ClusterRole, n)
 	for i := range roles {
+		a := map[string]string{"kcp.io/cluster": "root"}
+		for j := 1; j < annotations; j++ {
+			a[fmt.Sprintf("example.com/note-%02d", j)] = "cached"
+		}
 		roles[i] = &rbac.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:            fmt.Sprintf("hammer-%05d", i),
 				ResourceVersion: fmt.Sprint(1000 + i),
 				Labels:          map[string]string{"app": "bench", "tier": "rbac", "index": fmt.Sprint(i)},
-				Annotations:     map[string]string{"kcp.io/cluster": "root", "owner": "bench", "note": "cached"},
+				Annotations:     a,
 			},
 			Rules: []rbac.PolicyRule{
 				{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}},
@@ -109,13 +114,21 @@ func newWildcardPartialListRequest() *http.Request {
 	return req.WithContext(ctx)
 }
 
+// listCases are the list sizes measured with three annotations per object, and
+// one size with the 18 the hammer seeds (16 of its own, kcp.io/cluster, and
+// the label writers' bookkeeping), to show how the copy grows.
+var listCases = []struct{ items, annotations int }{
+	{100, 3}, {1000, 3}, {10000, 3}, {1000, 18},
+}
+
 // BenchmarkWildcardPartialMetadataList serves a wildcard partial-metadata LIST
 // of n cached ClusterRoles through the fork's real list handler, one request
 // at a time (the pristine fork survives that), including JSON encoding.
 func BenchmarkWildcardPartialMetadataList(b *testing.B) {
-	for _, n := range []int{100, 1000, 10000} {
-		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
-			lister := &cacheLister{cached: newCachedClusterRoles(n)}
+	for _, c := range listCases {
+		n := c.items
+		b.Run(fmt.Sprintf("items=%d/annotations=%d", n, c.annotations), func(b *testing.B) {
+			lister := &cacheLister{cached: newCachedClusterRoles(n, c.annotations)}
 			handler := handlers.ListResource(lister, nil, newScope(), false, 0)
 			req := newWildcardPartialListRequest()
 			serve := func() *httptest.ResponseRecorder {
@@ -139,7 +152,7 @@ func BenchmarkWildcardPartialMetadataList(b *testing.B) {
 // BenchmarkAsPartialObjectMetadata is the conversion alone, on one cached
 // typed object with three labels and three annotations.
 func BenchmarkAsPartialObjectMetadata(b *testing.B) {
-	role := newCachedClusterRoles(1)[0]
+	role := newCachedClusterRoles(1, 3)[0]
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = meta.AsPartialObjectMetadata(role)
