@@ -27,8 +27,12 @@ import (
 // was given (the benchmark checks that it is the same function and the same
 // storage type), so there is nothing to measure but noise. Compare with
 //
-//	go test -run - -bench . -benchmem -count 10 ./pkg/cachemutation | tee bench.txt
+//	go test -run - -bench . -benchmem -count 10 ./pkg/cachemutation |
+//		grep -E '^(Benchmark.*ns/op|goos|goarch|pkg|cpu)' > bench.txt
 //	benchstat -col /mode bench.txt
+//
+// (the grep drops the occasional etcd client warning a stopped test etcd
+// leaves between result lines).
 
 const benchObjects = 100
 
