@@ -305,7 +305,7 @@ func (w *trackedWatch) run() {
 			return
 		case <-w.ctx.Done():
 			// Nobody reads any more: the handler returned without Stop.
-			w.inner.Stop()
+			w.Stop()
 			return
 		}
 	}
