@@ -29,7 +29,7 @@ import (
 //
 //	go test -run - -bench . -benchmem -count 10 ./pkg/cachemutation |
 //		grep -E '^(Benchmark.*ns/op|goos|goarch|pkg|cpu)' > bench.txt
-//	benchstat -col /mode bench.txt
+//	go tool benchstat -col /mode bench.txt
 //
 // (the grep drops the occasional etcd client warning a stopped test etcd
 // leaves between result lines).
