@@ -248,7 +248,7 @@ func TestExportStagingLayout(t *testing.T) {
 		"- 2/3: no test changes\n",
 		"Not run in this export (run `carry verify`).",
 		"### Live suite\n\nNot measured in this export (run `make evidence`).",
-		"### Benchmarks\n\nNot measured in this export (run `make evidence`).",
+		"### Benchmarks\n\nNot measured in this export (run `make bench`).",
 	} {
 		if !strings.Contains(pr, want) {
 			t.Errorf("PR.md lacks %q:\n%s", want, pr)

@@ -184,7 +184,8 @@ func TestExportEvidence(t *testing.T) {
 		"```\nwith the carry (go test -race):\n  ok   example.com/aserver/handlers\n",
 		"  FAIL example.com/zmachinery/meta\n      1 tests failed (1 with subtests): TestOwned\n      3 data race reports\n      fatal error: concurrent map writes\nverified: the carry's tests fail without the fix and pass with it\n```",
 		"Result of the live suite (`evidence/duel.json`):\n\n```json\n{\n  \"pristine\": {\n    \"died\": true,",
-		"`benchstat` output (`" + bench + "`):\n\n```\n" + benchText + "\n```",
+		"`benchstat` output (`" + bench + "`, written by `make bench`: ",
+		"```\n" + benchText + "\n```",
 		"The cost is in the benchmarks above.",
 	} {
 		if !strings.Contains(pr, want) {
