@@ -9,17 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kcp-carry/kcp-carry/internal/dueltest"
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/duel"
 )
-
-func read(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
 
 // TestWrite: the three files land next to benchstat.txt, which the README
 // quotes and Write leaves alone; duel.json reads back as written.
@@ -44,10 +36,10 @@ func TestWrite(t *testing.T) {
 	if diff := cmp.Diff(rep, got); diff != "" {
 		t.Errorf("duel.json (-written +read):\n%s", diff)
 	}
-	if !strings.HasPrefix(read(t, filepath.Join(dir, ChartFile)), "<?xml") {
+	if !strings.HasPrefix(testfs.Read(t, filepath.Join(dir, ChartFile)), "<?xml") {
 		t.Errorf("%s is not SVG", ChartFile)
 	}
-	readme := read(t, filepath.Join(dir, ReadmeFile))
+	readme := testfs.Read(t, filepath.Join(dir, ReadmeFile))
 	for _, want := range []string{
 		"# Evidence: the carry on a live test shard\n",
 		"](" + ChartFile + ")\n",
@@ -65,7 +57,7 @@ func TestWrite(t *testing.T) {
 			t.Errorf("README lacks %q:\n%s", want, readme)
 		}
 	}
-	if got := read(t, filepath.Join(dir, BenchstatFile)); got != bench {
+	if got := testfs.Read(t, filepath.Join(dir, BenchstatFile)); got != bench {
 		t.Errorf("benchstat.txt changed: %q", got)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".evidence-tmp-*")); len(left) > 0 {
@@ -77,7 +69,7 @@ func TestWrite(t *testing.T) {
 	if err := Write(dir2, rep); err != nil {
 		t.Fatal(err)
 	}
-	if readme := read(t, filepath.Join(dir2, ReadmeFile)); !strings.Contains(readme, "Not measured yet: `make bench` writes `benchstat.txt` here") {
+	if readme := testfs.Read(t, filepath.Join(dir2, ReadmeFile)); !strings.Contains(readme, "Not measured yet: `make bench` writes `benchstat.txt` here") {
 		t.Errorf("README without benchstat:\n%s", readme)
 	}
 }
@@ -104,7 +96,7 @@ func TestWriteFailureKeepsEvidence(t *testing.T) {
 		t.Errorf("no timeline: %v", err)
 	}
 	for name, content := range old {
-		if got := read(t, filepath.Join(dir, name)); got != content {
+		if got := testfs.Read(t, filepath.Join(dir, name)); got != content {
 			t.Errorf("%s = %q after a failed write, want %q", name, got, content)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 // TestExportTheCarry exports this repository's carry and checks, outside
@@ -28,8 +30,8 @@ func TestExportTheCarry(t *testing.T) {
 	// other runs write.
 	scratch := t.TempDir()
 	suite, bench := filepath.Join(scratch, "suite.txt"), filepath.Join(scratch, "bench.txt")
-	write(t, suite, "suite result\n")
-	write(t, bench, "benchstat table\n")
+	testfs.Write(t, suite, "suite result\n")
+	testfs.Write(t, bench, "benchstat table\n")
 	out := filepath.Join(scratch, "pr")
 	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true, SuiteReport: suite, Benchstat: bench})
 	if err != nil {
@@ -50,7 +52,7 @@ func TestExportTheCarry(t *testing.T) {
 		}
 		dirs[m.Module] = "staging/src/" + m.Module
 	}
-	first := read(t, filepath.Join(out, res.Patches[0].File))
+	first := testfs.Read(t, filepath.Join(out, res.Patches[0].File))
 	for _, want := range []string{
 		"Subject: [PATCH 1/",
 		"diff --git a/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go b/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go\n",
@@ -62,7 +64,7 @@ func TestExportTheCarry(t *testing.T) {
 		}
 	}
 
-	pr := read(t, res.PR)
+	pr := testfs.Read(t, res.PR)
 	for _, want := range []string{
 		"on `e006560fc76a`",
 		fmt.Sprintf("**1/%d `%s`** (`k8s.io/apiserver`, +%d −%d): ", len(res.Patches), res.Patches[0].Subject, res.Patches[0].Added, res.Patches[0].Deleted),

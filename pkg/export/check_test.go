@@ -8,6 +8,7 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 )
 
@@ -128,7 +129,7 @@ func TestCheckExported(t *testing.T) {
 	}
 	check := func(text string, n, total int) error {
 		path := filepath.Join(t.TempDir(), "out.patch")
-		write(t, path, text)
+		testfs.Write(t, path, text)
 		_, err := checkExported(src, path, n, total, apimachinery)
 		return err
 	}
@@ -179,12 +180,12 @@ func TestCheckExported(t *testing.T) {
 func TestCompareTrees(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	for _, d := range []string{a, b} {
-		write(t, filepath.Join(d, "same.go"), "same")
-		write(t, filepath.Join(d, "sub/diff.go"), "content of "+d)
+		testfs.Write(t, filepath.Join(d, "same.go"), "same")
+		testfs.Write(t, filepath.Join(d, "sub/diff.go"), "content of "+d)
 	}
-	write(t, filepath.Join(a, "only-a.go"), "a")
-	write(t, filepath.Join(a, "nested/mod/x.go"), "skipped")
-	write(t, filepath.Join(b, "only-b.go"), "b")
+	testfs.Write(t, filepath.Join(a, "only-a.go"), "a")
+	testfs.Write(t, filepath.Join(a, "nested/mod/x.go"), "skipped")
+	testfs.Write(t, filepath.Join(b, "only-b.go"), "b")
 	diffs, err := CompareTrees(a, b, []string{"nested/mod"})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
 )
 
@@ -55,9 +56,9 @@ func newCarryFixture(t *testing.T, mods []fixtureModule) string {
 		for _, r := range m.requires {
 			mf += "\nrequire " + r + " v0.0.0\n"
 		}
-		write(t, filepath.Join(src, "go.mod"), mf)
+		testfs.Write(t, filepath.Join(src, "go.mod"), mf)
 		for name, content := range m.files {
-			write(t, filepath.Join(src, filepath.FromSlash(name)), content)
+			testfs.Write(t, filepath.Join(src, filepath.FromSlash(name)), content)
 		}
 		fork := module.Version{Path: m.forkPath, Version: forkVersion}
 		h1, err := testproxy.Add(proxy, fork, src, nil)
@@ -79,23 +80,23 @@ func newCarryFixture(t *testing.T, mods []fixtureModule) string {
 		series := "# carry of " + m.module + "\n"
 		for _, p := range m.patches {
 			p.edit(t, work)
-			write(t, filepath.Join(patchesDir, p.name), commitPatch(t, work, p.message))
+			testfs.Write(t, filepath.Join(patchesDir, p.name), commitPatch(t, work, p.message))
 			series += p.name + "\n"
 		}
-		write(t, filepath.Join(patchesDir, "series"), series)
+		testfs.Write(t, filepath.Join(patchesDir, "series"), series)
 	}
-	write(t, filepath.Join(root, "go.mod"), gomod+replaces)
-	write(t, filepath.Join(root, "go.sum"), gosum)
+	testfs.Write(t, filepath.Join(root, "go.mod"), gomod+replaces)
+	testfs.Write(t, filepath.Join(root, "go.sum"), gosum)
 	return root
 }
 
 func editFile(t *testing.T, path, old, new string) {
 	t.Helper()
-	content := read(t, path)
+	content := testfs.Read(t, path)
 	if !strings.Contains(content, old) {
 		t.Fatalf("%s does not contain %q", path, old)
 	}
-	write(t, path, strings.Replace(content, old, new, 1))
+	testfs.Write(t, path, strings.Replace(content, old, new, 1))
 }
 
 const handlersGo = `package handlers
@@ -133,7 +134,7 @@ func stagingFixture(t *testing.T) string {
 						editFile(t, filepath.Join(dir, "handlers/new.go"), `"four"`, `"4"`)
 						git(t, dir, "rm", "-q", "handlers/gone.go")
 						editFile(t, filepath.Join(dir, "handlers/keep.go"), "keep = 1", "keep = 2")
-						write(t, filepath.Join(dir, "hack/run.sh"), "#!/bin/sh\necho run\n")
+						testfs.Write(t, filepath.Join(dir, "hack/run.sh"), "#!/bin/sh\necho run\n")
 						if err := os.Chmod(filepath.Join(dir, "hack/run.sh"), 0o755); err != nil {
 							t.Fatal(err)
 						}
@@ -144,7 +145,7 @@ func stagingFixture(t *testing.T) string {
 					message: "UPSTREAM: 12345: handlers: change Serve again\n\nChange it.\n\nThe new tests check it.\n",
 					edit: func(t *testing.T, dir string) {
 						editFile(t, filepath.Join(dir, "handlers/new.go"), `"one"`, `"1"`)
-						write(t, filepath.Join(dir, "handlers/new_test.go"), "package handlers\n")
+						testfs.Write(t, filepath.Join(dir, "handlers/new_test.go"), "package handlers\n")
 					},
 				},
 			},
@@ -158,7 +159,7 @@ func stagingFixture(t *testing.T) string {
 				message: "UPSTREAM: <carry>: meta: own the maps\n\nThe maps were shared\nwith the cache.\n\nClone the maps: the <carry> owns\n/clusters/*/ now.\n\nThe new tests check ownership.\n\nSigned-off-by: Carry Tester <tester@example.com>\n",
 				edit: func(t *testing.T, dir string) {
 					editFile(t, filepath.Join(dir, "meta/meta.go"), "false", "true")
-					write(t, filepath.Join(dir, "meta/meta_test.go"), "package meta\n")
+					testfs.Write(t, filepath.Join(dir, "meta/meta_test.go"), "package meta\n")
 				},
 			}},
 		},
@@ -202,7 +203,7 @@ func TestExportStagingLayout(t *testing.T) {
 
 	// Paths are fork paths everywhere, renames, new and deleted files and
 	// the diffstat included; headers come from the carry patches.
-	p2 := read(t, filepath.Join(out, res.Patches[1].File))
+	p2 := testfs.Read(t, filepath.Join(out, res.Patches[1].File))
 	for _, want := range []string{
 		"From: Carry Tester <tester@example.com>\nDate: Thu, 1 Jan 2026 01:00:00 +0100\n",
 		"Subject: [PATCH 2/3] UPSTREAM: <carry>: handlers: move Serve to new.go\n",
@@ -228,17 +229,17 @@ func TestExportStagingLayout(t *testing.T) {
 	}
 	unmapped := regexp.MustCompile(`(?m)^(diff --git a/|--- a/|\+\+\+ b/|rename from |rename to )(?:[^s]|s[^t])`)
 	for _, p := range exportedPatches(t, out) {
-		if m := unmapped.FindString(read(t, p)); m != "" {
+		if m := unmapped.FindString(testfs.Read(t, p)); m != "" {
 			t.Errorf("%s has a path outside the fork directories: %q", filepath.Base(p), m)
 		}
 	}
-	if got := read(t, filepath.Join(out, res.Patches[2].File)); !strings.Contains(got, "Subject: [PATCH 3/3] UPSTREAM: 12345: handlers: change Serve again\n") {
+	if got := testfs.Read(t, filepath.Join(out, res.Patches[2].File)); !strings.Contains(got, "Subject: [PATCH 3/3] UPSTREAM: 12345: handlers: change Serve again\n") {
 		t.Errorf("third patch subject:\n%s", got)
 	}
 
 	compareWithOverlay(t, root, out, stagingDirs)
 
-	pr := read(t, res.PR)
+	pr := testfs.Read(t, res.PR)
 	for _, want := range []string{
 		"# Stop wildcard partial-metadata requests from writing into the watch cache\n",
 		"3 commits for `example.com/fork` on `aaaaaaaaaaaa`, in module dependency order:",
@@ -284,7 +285,7 @@ func TestCompareWithOverlayFails(t *testing.T) {
 
 	// A different added line: applies, but the trees differ.
 	tampered := filepath.Join(t.TempDir(), "tampered.patch")
-	write(t, tampered, strings.Replace(read(t, patches[0]), "+var Owned = true", "+var Owned = !false", 1))
+	testfs.Write(t, tampered, strings.Replace(testfs.Read(t, patches[0]), "+var Owned = true", "+var Owned = !false", 1))
 	got, err := patchedTrees(t, root, stagingDirs, []string{tampered, patches[1], patches[2]})
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func TestCompareWithOverlayFails(t *testing.T) {
 
 	// A context line that is not in the pristine tree: does not apply.
 	broken := filepath.Join(t.TempDir(), "broken.patch")
-	write(t, broken, strings.Replace(read(t, patches[0]), " package meta\n", " package metax\n", 1))
+	testfs.Write(t, broken, strings.Replace(testfs.Read(t, patches[0]), " package meta\n", " package metax\n", 1))
 	if _, err := patchedTrees(t, root, stagingDirs, []string{broken}); err == nil {
 		t.Errorf("a series that does not apply was applied")
 	}
@@ -331,7 +332,7 @@ func TestExportForkRoot(t *testing.T) {
 				name:    "0001-UPSTREAM-carry-lib-add-a-file.patch",
 				message: "UPSTREAM: <carry>: lib: add a file\n\nAdd it.\n",
 				edit: func(t *testing.T, dir string) {
-					write(t, filepath.Join(dir, "added.go"), "package lib\n\nconst Added = true\n")
+					testfs.Write(t, filepath.Join(dir, "added.go"), "package lib\n\nconst Added = true\n")
 				},
 			}},
 		},
@@ -344,13 +345,13 @@ func TestExportForkRoot(t *testing.T) {
 	if res.Repo != "github.com/example/fork" || len(res.Patches) != 2 || res.Patches[0].Module != "example.com/lib" {
 		t.Fatalf("result = %+v", res)
 	}
-	if got := read(t, filepath.Join(out, res.Patches[0].File)); !strings.Contains(got, "diff --git a/staging/src/example.com/lib/added.go b/staging/src/example.com/lib/added.go\nnew file mode 100644\n") {
+	if got := testfs.Read(t, filepath.Join(out, res.Patches[0].File)); !strings.Contains(got, "diff --git a/staging/src/example.com/lib/added.go b/staging/src/example.com/lib/added.go\nnew file mode 100644\n") {
 		t.Errorf("staging module patch:\n%s", got)
 	}
-	if got := read(t, filepath.Join(out, res.Patches[1].File)); !strings.Contains(got, "diff --git a/cmd/main.go b/cmd/main.go\n") {
+	if got := testfs.Read(t, filepath.Join(out, res.Patches[1].File)); !strings.Contains(got, "diff --git a/cmd/main.go b/cmd/main.go\n") {
 		t.Errorf("fork root patch:\n%s", got)
 	}
-	if !strings.Contains(read(t, res.PR), "[github.com/example/fork](https://github.com/example/fork)") {
+	if !strings.Contains(testfs.Read(t, res.PR), "[github.com/example/fork](https://github.com/example/fork)") {
 		t.Errorf("PR.md does not link the repository")
 	}
 	compareWithOverlay(t, root, out, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
@@ -362,12 +363,12 @@ func TestExportOutDir(t *testing.T) {
 
 	// An existing non-empty directory is refused and left alone.
 	out := filepath.Join(t.TempDir(), "out")
-	write(t, filepath.Join(out, "keep.txt"), "mine")
+	testfs.Write(t, filepath.Join(out, "keep.txt"), "mine")
 	_, err := Run(ctx, Options{Root: root, OutDir: out, NoVerify: true})
 	if err == nil || !strings.Contains(err.Error(), "--out "+out+": exists and is not empty") || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("non-empty --out: %v", err)
 	}
-	if read(t, filepath.Join(out, "keep.txt")) != "mine" {
+	if testfs.Read(t, filepath.Join(out, "keep.txt")) != "mine" {
 		t.Errorf("--out changed")
 	}
 	// --force replaces it.
@@ -392,7 +393,7 @@ func TestExportOutDir(t *testing.T) {
 
 	// A file is not a directory.
 	file := filepath.Join(t.TempDir(), "file")
-	write(t, file, "x")
+	testfs.Write(t, file, "x")
 	if _, err := Run(ctx, Options{Root: root, OutDir: file, NoVerify: true, Force: true}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("file --out: %v", err)
 	}
@@ -400,7 +401,7 @@ func TestExportOutDir(t *testing.T) {
 	// A carry patch that does not apply to the fork: the error names it,
 	// and nothing is written.
 	patch := filepath.Join(root, "staging-patches/example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch")
-	write(t, patch, strings.Replace(read(t, patch), "-var Owned = false", "-var Owned = maybe", 1))
+	testfs.Write(t, patch, strings.Replace(testfs.Read(t, patch), "-var Owned = false", "-var Owned = maybe", 1))
 	failed := filepath.Join(t.TempDir(), "failed")
 	_, err = Run(ctx, Options{Root: root, OutDir: failed, NoVerify: true})
 	if err == nil || !strings.Contains(err.Error(), "example.com/zmachinery: patch "+patch+" does not apply to example.com/fork at aaaaaaaaaaaa in staging/src/example.com/zmachinery/") {
@@ -435,22 +436,22 @@ func TestExportBadInput(t *testing.T) {
 
 	// A missing pin names go.mod and the module.
 	gomod := filepath.Join(root, "go.mod")
-	saved := read(t, gomod)
-	write(t, gomod, regexp.MustCompile(`(?m)^replace example.com/aserver .*\n`).ReplaceAllString(saved, ""))
+	saved := testfs.Read(t, gomod)
+	testfs.Write(t, gomod, regexp.MustCompile(`(?m)^replace example.com/aserver .*\n`).ReplaceAllString(saved, ""))
 	check("missing pin", Options{NoVerify: true}, gomod+": no replace directive for example.com/aserver")
-	write(t, gomod, saved)
+	testfs.Write(t, gomod, saved)
 
 	// Modules from two different forks cannot be one pull request.
 	gosum := filepath.Join(root, "go.sum")
-	savedSum := read(t, gosum)
-	write(t, gosum, savedSum+strings.Replace(strings.SplitAfter(savedSum, "\n")[0], "example.com/fork/", "example.com/other/", 1))
-	write(t, gomod, strings.Replace(saved, "example.com/aserver => example.com/fork/staging/src/example.com/aserver", "example.com/aserver => example.com/other/staging/src/example.com/aserver", 1))
+	savedSum := testfs.Read(t, gosum)
+	testfs.Write(t, gosum, savedSum+strings.Replace(strings.SplitAfter(savedSum, "\n")[0], "example.com/fork/", "example.com/other/", 1))
+	testfs.Write(t, gomod, strings.Replace(saved, "example.com/aserver => example.com/fork/staging/src/example.com/aserver", "example.com/aserver => example.com/other/staging/src/example.com/aserver", 1))
 	check("two repositories", Options{NoVerify: true}, "example.com/aserver is pinned to example.com/other/staging/src/example.com/aserver@"+forkVersion+" (repository example.com/other at aaaaaaaaaaaa) but example.com/zmachinery to example.com/fork/staging/src/example.com/zmachinery@"+forkVersion+" (repository example.com/fork at aaaaaaaaaaaa); one pull request needs one repository and commit")
-	write(t, gomod, saved)
-	write(t, gosum, savedSum)
+	testfs.Write(t, gomod, saved)
+	testfs.Write(t, gosum, savedSum)
 
 	// A subject outside the UPSTREAM: convention names the file and line.
 	patch := filepath.Join(root, "staging-patches/example.com/aserver/0002-UPSTREAM-carry-handlers-edit-serve.patch")
-	write(t, patch, strings.Replace(read(t, patch), "Subject: [PATCH] UPSTREAM: 12345: handlers:", "Subject: [PATCH] handlers:", 1))
+	testfs.Write(t, patch, strings.Replace(testfs.Read(t, patch), "Subject: [PATCH] UPSTREAM: 12345: handlers:", "Subject: [PATCH] handlers:", 1))
 	check("bad subject", Options{NoVerify: true}, patch+`:4: subject "handlers: change Serve again" does not match`)
 }

@@ -13,28 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 )
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func read(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
 
 func needGit(t *testing.T) {
 	t.Helper()
@@ -182,7 +164,7 @@ func proxyEnv(t *testing.T, base string) string {
 func commitPatch(t *testing.T, dir, message string) string {
 	t.Helper()
 	msg := filepath.Join(t.TempDir(), "msg")
-	write(t, msg, message)
+	testfs.Write(t, msg, message)
 	git(t, dir, "add", "-A", ".")
 	cmd := exec.Command("git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-F", msg)
 	cmd.Dir = dir

@@ -11,6 +11,7 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/kcp-carry/kcp-carry/internal/dueltest"
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 	"github.com/kcp-carry/kcp-carry/pkg/verify"
@@ -90,7 +91,7 @@ func writeJSONFile(t *testing.T, path string, v any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, path, string(data))
+	testfs.Write(t, path, string(data))
 }
 
 func TestReadVerifyReport(t *testing.T) {
@@ -121,7 +122,7 @@ func TestReadVerifyReport(t *testing.T) {
 	for name, c := range cases {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
 		if s, ok := c.content.(string); ok {
-			write(t, path, s)
+			testfs.Write(t, path, s)
 		} else {
 			writeJSONFile(t, path, c.content)
 		}
@@ -141,18 +142,18 @@ func TestReadEvidenceFile(t *testing.T) {
 		t.Errorf("missing explicit file: %v", err)
 	}
 	empty := filepath.Join(root, "empty.txt")
-	write(t, empty, "\n")
+	testfs.Write(t, empty, "\n")
 	if _, _, err := readEvidenceFile(root, "--benchstat", empty, DefaultBenchstat); err == nil || !strings.Contains(err.Error(), "the file is empty") {
 		t.Errorf("empty file: %v", err)
 	}
 	// JSON is pretty-printed; long files are cut with a note.
-	write(t, filepath.Join(root, DefaultSuiteReport), `{"pristine":{"died":true},"carry":{"died":false}}`)
+	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), `{"pristine":{"died":true},"carry":{"died":false}}`)
 	f, _, err := readEvidenceFile(root, "--suite-report", "", DefaultSuiteReport)
 	if err != nil || f.Lang != "json" || !strings.Contains(f.Text, "\"pristine\": {\n    \"died\": true\n  }") {
 		t.Errorf("json: %+v, %v", f, err)
 	}
 	long := filepath.Join(root, "long.txt")
-	write(t, long, strings.Repeat("line\n", maxEvidenceLines+5))
+	testfs.Write(t, long, strings.Repeat("line\n", maxEvidenceLines+5))
 	f, _, err = readEvidenceFile(root, "--benchstat", long, DefaultBenchstat)
 	if err != nil || strings.Count(f.Text, "line\n") != maxEvidenceLines || !strings.HasSuffix(f.Text, "... (5 more lines in "+long+")") {
 		t.Errorf("long file: %q, %v", f.Text, err)
@@ -169,17 +170,17 @@ func TestExportEvidence(t *testing.T) {
 	saved := verifyReport(pkgs...)
 	saved.Series = seriesHashes(t, root)
 	writeJSONFile(t, report, saved)
-	write(t, filepath.Join(root, DefaultSuiteReport), `{"pristine":{"died":true,"after":"3.2s"},"carry":{"died":false}}`)
+	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), `{"pristine":{"died":true,"after":"3.2s"},"carry":{"died":false}}`)
 	bench := filepath.Join(t.TempDir(), "bench.txt")
 	benchText := "goos: linux\n                      │ pristine │ carry │\n                      │  sec/op  │ sec/op  vs base │\nAsPartial-2   1.0µ ± 1%   1.2µ ± 1%  +20.00% (p=0.000 n=10)"
-	write(t, bench, benchText+"\n")
+	testfs.Write(t, bench, benchText+"\n")
 
 	out := filepath.Join(t.TempDir(), "out")
 	res, err := Run(context.Background(), Options{Root: root, OutDir: out, VerifyReport: report, Benchstat: bench})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := read(t, res.PR)
+	pr := testfs.Read(t, res.PR)
 	for _, want := range []string{
 		"```\nwith the carry (go test -race):\n  ok   example.com/aserver/handlers\n",
 		"  FAIL example.com/zmachinery/meta\n      1 tests failed (1 with subtests): TestOwned\n      3 data race reports\n      fatal error: concurrent map writes\nverified: the carry's tests fail without the fix and pass with it\n```",
@@ -246,14 +247,14 @@ func TestExportDuelSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(root, DefaultSuiteReport), string(data))
+	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), string(data))
 
 	out := filepath.Join(t.TempDir(), "out")
 	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := read(t, res.PR)
+	pr := testfs.Read(t, res.PR)
 	for _, want := range []string{
 		"### On a live test shard\n\nThe same load of concurrent wildcard partial-metadata LISTs",
 		"one shard at a time (`evidence/duel.json`).",
@@ -282,7 +283,7 @@ func TestExportDuelSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(root, DefaultSuiteReport), string(data))
+	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), string(data))
 	out2 := filepath.Join(t.TempDir(), "out")
 	_, err = Run(context.Background(), Options{Root: root, OutDir: out2, NoVerify: true})
 	if want := "--suite-report " + filepath.Join(root, DefaultSuiteReport) + ": duel.patched: listsPerSecond"; err == nil || !strings.Contains(err.Error(), want) {

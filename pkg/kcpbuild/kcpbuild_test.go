@@ -14,6 +14,8 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 func TestLDFlags(t *testing.T) {
@@ -76,7 +78,7 @@ func TestUnfetchableErrorNamesModuleAndRemedies(t *testing.T) {
 // is reported by the path the importer requires.
 func TestFindUnfetchable(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testfs.WriteTree(t, dir, map[string]string{
 		"go.mod":  "module example.com/app\n\ngo 1.26.0\n\nrequire example.com/missing v1.0.0\n\nreplace example.com/missing => example.com/missing-fork v1.0.0\n",
 		"main.go": "package main\n\nimport _ \"example.com/missing/pkg\"\n\nfunc main() {}\n",
 	})
@@ -100,9 +102,9 @@ func TestFindUnfetchable(t *testing.T) {
 func TestSourceModeRejectsNonCheckouts(t *testing.T) {
 	root := repoRoot(t)
 	notKCP := t.TempDir()
-	writeFiles(t, notKCP, map[string]string{"go.mod": "module example.com/other\n\ngo 1.26.0\n", "cmd/kcp/main.go": "package main\n"})
+	testfs.WriteTree(t, notKCP, map[string]string{"go.mod": "module example.com/other\n\ngo 1.26.0\n", "cmd/kcp/main.go": "package main\n"})
 	noCmd := t.TempDir()
-	writeFiles(t, noCmd, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n\ngo 1.26.0\n"})
+	testfs.WriteTree(t, noCmd, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n\ngo 1.26.0\n"})
 	for name, dir := range map[string]string{
 		"missing":      filepath.Join(t.TempDir(), "nope"),
 		"other module": notKCP,
@@ -244,7 +246,7 @@ func syntheticCheckout(t *testing.T, root string) string {
 	for _, f := range ar.Files {
 		files[f.Name] = string(f.Data)
 	}
-	writeFiles(t, dir, files)
+	testfs.WriteTree(t, dir, files)
 
 	rootMod, err := readModFile(filepath.Join(root, "go.mod"))
 	if err != nil {
@@ -270,12 +272,12 @@ func syntheticCheckout(t *testing.T, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, dir, map[string]string{"go.mod": string(data)})
+	testfs.WriteTree(t, dir, map[string]string{"go.mod": string(data)})
 	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, dir, map[string]string{"go.sum": string(sum)})
+	testfs.WriteTree(t, dir, map[string]string{"go.sum": string(sum)})
 	goCommand(t, dir, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "mod", "tidy")
 
 	for _, args := range [][]string{
@@ -300,19 +302,6 @@ func goCommand(t *testing.T, dir string, env []string, args ...string) {
 	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %v in %s: %v\n%s", args, dir, err, out)
-	}
-}
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -11,34 +11,16 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
 )
 
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func read(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
-
 func TestCarriedModules(t *testing.T) {
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "k8s.io/apiserver/series"), "")
-	write(t, filepath.Join(dir, "k8s.io/apimachinery/series"), "")
-	write(t, filepath.Join(dir, "k8s.io/apimachinery/README"), "")
-	write(t, filepath.Join(dir, "notes/README"), "")
+	testfs.Write(t, filepath.Join(dir, "k8s.io/apiserver/series"), "")
+	testfs.Write(t, filepath.Join(dir, "k8s.io/apimachinery/series"), "")
+	testfs.Write(t, filepath.Join(dir, "k8s.io/apimachinery/README"), "")
+	testfs.Write(t, filepath.Join(dir, "notes/README"), "")
 	mods, err := CarriedModules(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -47,13 +29,13 @@ func TestCarriedModules(t *testing.T) {
 		t.Errorf("CarriedModules = %v", mods)
 	}
 
-	write(t, filepath.Join(dir, "k8s.io/apiserver/sub/series"), "")
+	testfs.Write(t, filepath.Join(dir, "k8s.io/apiserver/sub/series"), "")
 	if _, err := CarriedModules(dir); err == nil || !strings.Contains(err.Error(), "carries both k8s.io/apiserver and the nested module k8s.io/apiserver/sub") {
 		t.Errorf("nested modules: %v", err)
 	}
 
 	bad := t.TempDir()
-	write(t, filepath.Join(bad, "Not A Module/series"), "")
+	testfs.Write(t, filepath.Join(bad, "Not A Module/series"), "")
 	if _, err := CarriedModules(bad); err == nil || !strings.Contains(err.Error(), "does not name a module path") {
 		t.Errorf("bad module path: %v", err)
 	}
@@ -61,7 +43,7 @@ func TestCarriedModules(t *testing.T) {
 
 func TestPinsFromGoMod(t *testing.T) {
 	gomod := filepath.Join(t.TempDir(), "go.mod")
-	write(t, gomod, `module example.com/proj
+	testfs.Write(t, gomod, `module example.com/proj
 
 go 1.22
 
@@ -106,7 +88,7 @@ func TestPlanGoWorkUnchanged(t *testing.T) {
 	root := t.TempDir()
 	work := filepath.Join(root, "go.work")
 	content := "go 1.26.0\n\nuse .\n\nreplace k8s.io/apiserver => ./.overlay/k8s.io/apiserver\n"
-	write(t, work, content)
+	testfs.Write(t, work, content)
 	p, err := planGoWork(work, root, filepath.Join(root, ".overlay"), []string{"k8s.io/apiserver"}, "1.26.0")
 	if err != nil {
 		t.Fatal(err)
@@ -178,19 +160,19 @@ func newFixture(t *testing.T) *fixture {
 
 	fork := module.Version{Path: "example.com/fork/lib", Version: "v0.0.0-20260101000000-aaaaaaaaaaaa"}
 	src := filepath.Join(base, "src")
-	write(t, filepath.Join(src, "go.mod"), "module example.com/lib\n\ngo 1.22\n")
-	write(t, filepath.Join(src, "lib.go"), libGo)
-	write(t, filepath.Join(src, "lib_test.go"), libTestGo)
+	testfs.Write(t, filepath.Join(src, "go.mod"), "module example.com/lib\n\ngo 1.22\n")
+	testfs.Write(t, filepath.Join(src, "lib.go"), libGo)
+	testfs.Write(t, filepath.Join(src, "lib_test.go"), libTestGo)
 	h1, err := testproxy.Add(proxy, fork, src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	root := filepath.Join(base, "repo")
-	write(t, filepath.Join(root, "go.mod"), "module example.com/repo\n\ngo 1.22\n\nrequire example.com/lib v0.1.0\n\nreplace example.com/lib => "+fork.Path+" "+fork.Version+"\n")
-	write(t, filepath.Join(root, "go.sum"), fork.Path+" "+fork.Version+" "+h1+"\n")
-	write(t, filepath.Join(root, "staging-patches/example.com/lib/series"), "0001-patch.patch\n")
-	write(t, filepath.Join(root, "staging-patches/example.com/lib/0001-patch.patch"), carryPatch)
+	testfs.Write(t, filepath.Join(root, "go.mod"), "module example.com/repo\n\ngo 1.22\n\nrequire example.com/lib v0.1.0\n\nreplace example.com/lib => "+fork.Path+" "+fork.Version+"\n")
+	testfs.Write(t, filepath.Join(root, "go.sum"), fork.Path+" "+fork.Version+" "+h1+"\n")
+	testfs.Write(t, filepath.Join(root, "staging-patches/example.com/lib/series"), "0001-patch.patch\n")
+	testfs.Write(t, filepath.Join(root, "staging-patches/example.com/lib/0001-patch.patch"), carryPatch)
 	return &fixture{root: root, fork: fork}
 }
 
@@ -209,10 +191,10 @@ func TestRunFilterAndStamps(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := ModuleDir(overlayDir, "example.com/lib")
-	if got := read(t, filepath.Join(dir, "lib.go")); got != libGo {
+	if got := testfs.Read(t, filepath.Join(dir, "lib.go")); got != libGo {
 		t.Errorf("filtered overlay patched lib.go:\n%s", got)
 	}
-	if got := read(t, filepath.Join(dir, "lib_test.go")); !strings.Contains(got, `"patched"`) {
+	if got := testfs.Read(t, filepath.Join(dir, "lib_test.go")); !strings.Contains(got, `"patched"`) {
 		t.Errorf("filtered overlay did not patch lib_test.go:\n%s", got)
 	}
 	if res.UpToDate || len(res.Modules) != 1 || res.Modules[0].Fork != f.fork || !res.Modules[0].Rebuilt || res.GoWork != "" {
@@ -241,7 +223,7 @@ func TestRunFilterAndStamps(t *testing.T) {
 	if err != nil || res.UpToDate {
 		t.Fatalf("unfiltered run: %+v, %v", res, err)
 	}
-	if got := read(t, filepath.Join(dir, "lib.go")); !strings.Contains(got, `"patched"`) {
+	if got := testfs.Read(t, filepath.Join(dir, "lib.go")); !strings.Contains(got, `"patched"`) {
 		t.Errorf("full overlay did not patch lib.go:\n%s", got)
 	}
 	entries, err := os.ReadDir(filepath.Dir(overlayDir))
@@ -257,7 +239,7 @@ func TestRunExplicitPinsAndGoWork(t *testing.T) {
 	f := newFixture(t)
 	// A go.mod without the pin: the caller passes it, as a kcp build does
 	// with the pins of a kcp checkout.
-	write(t, filepath.Join(f.root, "go.mod"), "module example.com/repo\n\ngo 1.22\n")
+	testfs.Write(t, filepath.Join(f.root, "go.mod"), "module example.com/repo\n\ngo 1.22\n")
 	scratch := t.TempDir()
 	opts := Options{
 		Root:       f.root,
@@ -272,7 +254,7 @@ func TestRunExplicitPinsAndGoWork(t *testing.T) {
 	if !res.GoWorkChanged || res.GoWork != opts.GoWorkPath {
 		t.Errorf("result = %+v", res)
 	}
-	work := read(t, opts.GoWorkPath)
+	work := testfs.Read(t, opts.GoWorkPath)
 	if !strings.Contains(work, "replace example.com/lib => ./overlay/example.com/lib\n") || !strings.Contains(work, "use ") {
 		t.Errorf("go.work =\n%s", work)
 	}
