@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/kcp-carry/kcp-carry/pkg/pins"
 )
 
 // goWorkPlan is the go.work content carry wants, computed before anything
@@ -77,7 +79,7 @@ func planGoWork(workPath, rootDir, overlayDir string, modules []string, goVersio
 				continue
 			}
 			conflicts = append(conflicts, fmt.Errorf("%s:%d: replace %s conflicts with the overlay, which needs `replace %s => %s`; remove the line (or stop carrying %s)",
-				workPath, r.Syntax.Start.Line, replaceString(r), r.Old.Path, dir, r.Old.Path))
+				workPath, r.Syntax.Start.Line, pins.Replace{Old: r.Old, New: r.New}, r.Old.Path, dir, r.Old.Path))
 			continue
 		}
 		if r.New.Version == "" && isUnder(r.New.Path, overlayRel) {
@@ -99,18 +101,6 @@ func planGoWork(workPath, rootDir, overlayDir string, modules []string, goVersio
 	wf.Cleanup()
 	data := modfile.Format(wf.Syntax)
 	return &goWorkPlan{path: workPath, data: data, exists: exists, changed: !exists || !bytes.Equal(data, old)}, nil
-}
-
-func replaceString(r *modfile.Replace) string {
-	s := r.Old.Path
-	if r.Old.Version != "" {
-		s += " " + r.Old.Version
-	}
-	s += " => " + r.New.Path
-	if r.New.Version != "" {
-		s += " " + r.New.Version
-	}
-	return s
 }
 
 // relDir spells target relative to dir the way go.work wants directory
