@@ -420,10 +420,7 @@ func TestPeriodic(t *testing.T) {
 	t.Cleanup(d.Stop)
 	s := d.Wrap(f, configMaps)
 	ctx, _ := requestCtx(t, "list", "/api/v1/configmaps")
-	list := &corev1.ConfigMapList{}
-	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-		t.Fatal(err)
-	}
+	list := listConfigMaps(t, s, ctx)
 	list.Items[0].Labels["late"] = "write"
 	// The write happens before the first tick; taking the detector's lock
 	// orders it before the verification for the race detector too.
@@ -442,10 +439,7 @@ func TestRepeatedWrites(t *testing.T) {
 	d, c := newTestDetector(t, f)
 	s := d.Wrap(f, configMaps)
 	ctx, _ := requestCtx(t, "list", "/api/v1/configmaps")
-	list := &corev1.ConfigMapList{}
-	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-		t.Fatal(err)
-	}
+	list := listConfigMaps(t, s, ctx)
 	list.Items[0].Labels["first"] = "write"
 	d.VerifyNow()
 	d.VerifyNow() // nothing new
@@ -561,10 +555,7 @@ func TestMetric(t *testing.T) {
 	counter := findingsTotal.WithLabelValues("", "configmaps", "list")
 	before, _ := testutil.GetCounterMetricValue(counter)
 	ctx, done := requestCtx(t, "list", "/api/v1/configmaps")
-	list := &corev1.ConfigMapList{}
-	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-		t.Fatal(err)
-	}
+	list := listConfigMaps(t, s, ctx)
 	list.Items[0].Data["k"] = "x"
 	done()
 	d.Stop()
@@ -754,4 +745,14 @@ func TestHoldingRequests(t *testing.T) {
 	done()
 	w.Stop()
 	waitFor(t, func() bool { v, _ := testutil.GetGaugeMetricValue(holdingRequests); return v == base }, "holding_requests to drop")
+}
+
+// listConfigMaps lists every ConfigMap through s, as a LIST request with ctx does.
+func listConfigMaps(t *testing.T, s storage.Interface, ctx context.Context) *corev1.ConfigMapList {
+	t.Helper()
+	list := &corev1.ConfigMapList{}
+	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+		t.Fatal(err)
+	}
+	return list
 }
