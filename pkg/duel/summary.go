@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kcp-carry/kcp-carry/internal/markdown"
 )
 
 // Shard names in tables.
@@ -43,7 +45,7 @@ func (r *Report) writeSetupLine(b *strings.Builder) {
 	s := r.Setup
 	fmt.Fprintf(b, "Measured %s", r.Started.UTC().Format("2006-01-02 15:04 MST"))
 	if s.Commit != "" {
-		fmt.Fprintf(b, " at %s", code(s.Commit))
+		fmt.Fprintf(b, " at %s", markdown.CodeSpan(s.Commit))
 	}
 	fmt.Fprintf(b, " on %d CPUs (%s/%s, %s)", s.CPUs, s.GOOS, s.GOARCH, s.GoVersion)
 	if s.LoadAvgBefore != "" {
@@ -176,7 +178,7 @@ func (l Load) bounds() string {
 func codes(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		out[i] = code(s)
+		out[i] = markdown.CodeSpan(s)
 	}
 	return out
 }
@@ -186,9 +188,9 @@ func (f *Fatal) Markdown() string {
 	if f == nil {
 		return "none"
 	}
-	s := code(f.Signature)
+	s := markdown.CodeSpan(f.Signature)
 	if f.Where != "" {
-		s += " in " + code(ShortFunc(f.Where))
+		s += " in " + markdown.CodeSpan(ShortFunc(f.Where))
 	}
 	return s
 }
@@ -246,22 +248,4 @@ func distinct(ss []string) []string {
 		}
 	}
 	return out
-}
-
-// code puts s in a markdown code span with enough backticks.
-func code(s string) string {
-	longest, cur := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			cur++
-			longest = max(longest, cur)
-		} else {
-			cur = 0
-		}
-	}
-	ticks := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || s == "" {
-		return ticks + " " + s + " " + ticks
-	}
-	return ticks + s + ticks
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kcp-carry/kcp-carry/internal/markdown"
 	"github.com/kcp-carry/kcp-carry/pkg/duel"
 )
 
@@ -120,7 +121,7 @@ func README(rep *duel.Report, bench string) []byte {
 	} else {
 		b.WriteString("`go test -bench` of the real list handler (`test/bench`), pristine (`GOWORK=off`) against patched, compared with benchstat ([`" +
 			BenchstatFile + "`](" + BenchstatFile + "), from `make bench`):\n\n")
-		b.WriteString(fence(strings.TrimRight(bench, "\n")) + "\n")
+		b.WriteString(markdown.Fence("", strings.TrimRight(bench, "\n")) + "\n")
 	}
 
 	b.WriteString("\n## Reproduce\n\n")
@@ -130,23 +131,8 @@ func README(rep *duel.Report, bench string) []byte {
 	b.WriteString("bin/evidence --render-only   # the chart and this README again from " + DuelFile + " (e.g. after make bench), measuring nothing\n")
 	b.WriteString("```\n")
 	if s.Command != "" {
-		b.WriteString("\nThis report was made by:\n\n" + fence(s.Command) + "\n")
+		b.WriteString("\nThis report was made by:\n\n" + markdown.Fence("", s.Command) + "\n")
 	}
 	b.WriteString("\n`bin/evidence --help` lists the bounds (duel duration and request budget, step duration, rounds, scaling steps). A run that fails leaves the previous report in place.\n")
 	return []byte(b.String())
-}
-
-// fence wraps text in a code block longer than any backtick run in it.
-func fence(text string) string {
-	longest, cur := 0, 0
-	for _, r := range text {
-		if r == '`' {
-			cur++
-			longest = max(longest, cur)
-		} else {
-			cur = 0
-		}
-	}
-	ticks := strings.Repeat("`", max(3, longest+1))
-	return ticks + "\n" + text + "\n" + ticks
 }

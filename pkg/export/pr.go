@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"text/template"
+
+	"github.com/kcp-carry/kcp-carry/internal/markdown"
 )
 
 // prTemplate is PR.md. The problem, root cause and risk are this carry's
@@ -104,8 +106,8 @@ func renderPR(res *Result, all []*exported, ev *evidence) ([]byte, error) {
 	}
 
 	t, err := template.New("PR.md").Funcs(template.FuncMap{
-		"fence": fence,
-		"code":  codeSpan,
+		"fence": markdown.Fence,
+		"code":  markdown.CodeSpan,
 	}).Parse(prTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("PR.md template: %w", err)
@@ -176,33 +178,4 @@ func markdownText(para string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// codeSpan puts s in a code span with enough backticks.
-func codeSpan(s string) string {
-	ticks := strings.Repeat("`", longestRun(s, '`')+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		return ticks + " " + s + " " + ticks
-	}
-	return ticks + s + ticks
-}
-
-// fence wraps text in a fenced code block longer than any backtick run in
-// it.
-func fence(lang, text string) string {
-	ticks := strings.Repeat("`", max(3, longestRun(text, '`')+1))
-	return ticks + lang + "\n" + text + "\n" + ticks
-}
-
-func longestRun(s string, c rune) int {
-	best, cur := 0, 0
-	for _, r := range s {
-		if r == c {
-			cur++
-			best = max(best, cur)
-		} else {
-			cur = 0
-		}
-	}
-	return best
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/kcp-carry/kcp-carry/internal/dueltest"
+	"github.com/kcp-carry/kcp-carry/internal/markdown"
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
@@ -55,13 +56,13 @@ func TestMarkdownHelpers(t *testing.T) {
 	if got := markdownText("a_b *c* [d](e) `f` <g>\\"); got != "a\\_b \\*c\\* \\[d\\](e) \\`f\\` \\<g\\>\\\\" {
 		t.Errorf("markdownText = %q", got)
 	}
-	if got := codeSpan("UPSTREAM: <carry>: x"); got != "`UPSTREAM: <carry>: x`" {
+	if got := markdown.CodeSpan("UPSTREAM: <carry>: x"); got != "`UPSTREAM: <carry>: x`" {
 		t.Errorf("codeSpan = %q", got)
 	}
-	if got := codeSpan("a `b` c"); got != "``a `b` c``" {
+	if got := markdown.CodeSpan("a `b` c"); got != "``a `b` c``" {
 		t.Errorf("codeSpan with ticks = %q", got)
 	}
-	if got := fence("json", "{}\n```\n"); got != "````json\n{}\n```\n\n````" {
+	if got := markdown.Fence("json", "{}\n```\n"); got != "````json\n{}\n```\n\n````" {
 		t.Errorf("fence = %q", got)
 	}
 }
