@@ -118,7 +118,7 @@ func changedPaths(files []*gitdiff.File) []string {
 // applying the module-relative patches): the exported series must
 // reproduce exactly what `carry overlay` builds and the tests ran against.
 func checkRoundTrip(ctx context.Context, root string, g *gitRepo, mods []*carried, files []string) error {
-	if _, err := g.run(ctx, "checkout", "-q", "--detach", "base"); err != nil {
+	if _, err := g.Run(ctx, "checkout", "-q", "--detach", "base"); err != nil {
 		return err
 	}
 	for _, f := range files {
@@ -126,7 +126,7 @@ func checkRoundTrip(ctx context.Context, root string, g *gitRepo, mods []*carrie
 			return fmt.Errorf("the exported %s does not apply to the pristine fork: %w", filepath.Base(f), err)
 		}
 	}
-	scratch := filepath.Join(filepath.Dir(g.dir), "overlay")
+	scratch := filepath.Join(filepath.Dir(g.Dir), "overlay")
 	for i, m := range mods {
 		want := filepath.Join(scratch, fmt.Sprint(i))
 		if _, err := overlay.BuildTree(ctx, root, m.in, want, m.in.Series.Patches, nil); err != nil {
@@ -138,7 +138,7 @@ func checkRoundTrip(ctx context.Context, root string, g *gitRepo, mods []*carrie
 				others = append(others, o.loc.Dir)
 			}
 		}
-		got := filepath.Join(g.dir, filepath.FromSlash(m.loc.Dir))
+		got := filepath.Join(g.Dir, filepath.FromSlash(m.loc.Dir))
 		if diffs, err := CompareTrees(got, want, otherModules(m.loc.Dir, others)); err != nil {
 			return err
 		} else if len(diffs) > 0 {

@@ -201,11 +201,11 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	defer os.RemoveAll(work)
 
-	g := &gitRepo{dir: filepath.Join(work, "fork")}
-	if err := extractPristine(ctx, o.Root, mods, g.dir); err != nil {
+	g := newGitRepo(filepath.Join(work, "fork"))
+	if err := extractPristine(ctx, o.Root, mods, g.Dir); err != nil {
 		return nil, err
 	}
-	if mods, err = orderModules(mods, g.dir); err != nil {
+	if mods, err = orderModules(mods, g.Dir); err != nil {
 		return nil, err
 	}
 	if err := g.initBase(ctx); err != nil {

@@ -1,51 +1,25 @@
 package export
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"strings"
+
+	"github.com/kcp-carry/kcp-carry/pkg/gitexec"
 )
 
-// gitRepo runs git in a throwaway repository, isolated from user and system
-// configuration (format.*, diff.noprefix, am.threeWay, hooks, signing, ...)
-// so that the exported files depend only on the trees and the patches.
+// gitRepo is the throwaway fork repository the carry is applied and
+// exported in; gitexec isolates it so that the exported files depend only on
+// the trees and the patches.
 type gitRepo struct {
-	dir string
+	gitexec.Repo
 }
 
 // committer commits the base tree and is git am's committer. Neither
 // appears in format-patch output, which shows only the author.
-var committer = []string{
-	"GIT_COMMITTER_NAME=carry", "GIT_COMMITTER_EMAIL=carry@localhost", "GIT_COMMITTER_DATE=@0 +0000",
-	"GIT_AUTHOR_NAME=carry", "GIT_AUTHOR_EMAIL=carry@localhost", "GIT_AUTHOR_DATE=@0 +0000",
-}
+var committer = gitexec.Ident{Name: "carry", Email: "carry@localhost", Date: "@0 +0000"}
 
-func (g *gitRepo) run(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null"}, args...)...)
-	cmd.Dir = g.dir
-	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C", "TZ=UTC"}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GIT_") || k == "LC_ALL" || k == "TZ" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = append(env, committer...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if msg == "" {
-			msg = strings.TrimSpace(stdout.String())
-		}
-		return nil, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, msg)
-	}
-	return stdout.Bytes(), nil
+func newGitRepo(dir string) *gitRepo {
+	return &gitRepo{gitexec.Repo{Dir: dir, Env: committer.Env()}}
 }
 
 // initBase makes the files already in the directory the repository's first
@@ -59,7 +33,7 @@ func (g *gitRepo) initBase(ctx context.Context) error {
 		{"tag", "base"},
 	}
 	for _, args := range steps {
-		if _, err := g.run(ctx, args...); err != nil {
+		if _, err := g.Run(ctx, args...); err != nil {
 			return err
 		}
 	}
@@ -74,7 +48,7 @@ func (g *gitRepo) am(ctx context.Context, patch, dir string) error {
 	if dir != "" {
 		args = append(args, "--directory="+dir)
 	}
-	_, err := g.run(ctx, append(args, patch)...)
+	_, err := g.Run(ctx, append(args, patch)...)
 	return err
 }
 
@@ -104,7 +78,7 @@ var FormatPatchArgs = []string{
 // their paths in order.
 func (g *gitRepo) formatPatch(ctx context.Context, out string) ([]string, error) {
 	args := append(append([]string(nil), FormatPatchArgs...), "-o", out, "base..HEAD")
-	stdout, err := g.run(ctx, args...)
+	stdout, err := g.Run(ctx, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,7 @@
 package export
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -14,6 +12,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 )
@@ -40,8 +39,8 @@ func git(t *testing.T, dir string, args ...string) string {
 }
 
 func gitErr(dir string, args ...string) (string, error) {
-	g := &gitRepo{dir: dir}
-	out, err := g.run(context.Background(), args...)
+	g := newGitRepo(dir)
+	out, err := g.Run(context.Background(), args...)
 	return string(out), err
 }
 
@@ -166,15 +165,12 @@ func commitPatch(t *testing.T, dir, message string) string {
 	msg := filepath.Join(t.TempDir(), "msg")
 	testfs.Write(t, msg, message)
 	git(t, dir, "add", "-A", ".")
-	cmd := exec.Command("git", "-c", "core.hooksPath=/dev/null", "commit", "-q", "-F", msg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+	author := gitexec.Repo{Dir: dir, Env: []string{
 		"GIT_AUTHOR_NAME=Carry Tester", "GIT_AUTHOR_EMAIL=tester@example.com", "GIT_AUTHOR_DATE=@1767225600 +0100",
-		"GIT_COMMITTER_NAME=c", "GIT_COMMITTER_EMAIL=c@example.com")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("git commit: %v: %s", err, stderr.String())
+		"GIT_COMMITTER_NAME=c", "GIT_COMMITTER_EMAIL=c@example.com",
+	}}
+	if _, err := author.Run(context.Background(), "commit", "-q", "-F", msg); err != nil {
+		t.Fatal(err)
 	}
 	return git(t, dir, "format-patch", "-1", "--stdout", "--zero-commit", "--no-signature", "-M", "HEAD")
 }

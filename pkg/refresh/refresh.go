@@ -20,6 +20,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/pkg/atomicfile"
+	"github.com/kcp-carry/kcp-carry/pkg/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 )
@@ -180,7 +181,7 @@ func refreshModule(ctx context.Context, o overlay.Options, np *NewPatch, e edite
 	var (
 		base    []*series.Patch
 		target  string
-		author  ident
+		author  gitexec.Ident
 		message string
 		action  string
 	)
@@ -189,7 +190,7 @@ func refreshModule(ctx context.Context, o overlay.Options, np *NewPatch, e edite
 		if _, err := os.Lstat(target); err == nil {
 			return nil, fmt.Errorf("--new: %s already exists", target)
 		}
-		who, err := userIdent(ctx, o.Root)
+		who, err := gitexec.UserIdent(ctx, o.Root)
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +205,7 @@ func refreshModule(ctx context.Context, o overlay.Options, np *NewPatch, e edite
 			return nil, fmt.Errorf("%s: no From: or Date: header to keep; fix the patch header or use --new", top.Path)
 		}
 		base, target = patches[:len(patches)-1], top.Path
-		author = ident{Name: h.Author.Name, Email: h.Author.Email, Date: gitDate(h.AuthorDate)}
+		author = gitexec.Ident{Name: h.Author.Name, Email: h.Author.Email, Date: gitexec.Date(h.AuthorDate)}
 		message, action = h.Message(), "folded"
 	}
 
@@ -264,11 +265,11 @@ func refreshModule(ctx context.Context, o overlay.Options, np *NewPatch, e edite
 // diffAgainstBase commits base (the pristine zip plus the base patches) and
 // then the edited overlay tree in a scratch repository, and formats the
 // second commit as a patch.
-func diffAgainstBase(ctx context.Context, o overlay.Options, e edited, base []*series.Patch, repoDir string, author ident, message string) ([]byte, error) {
+func diffAgainstBase(ctx context.Context, o overlay.Options, e edited, base []*series.Patch, repoDir string, author gitexec.Ident, message string) ([]byte, error) {
 	if _, err := overlay.BuildTree(ctx, o.Root, e.in, repoDir, base, nil); err != nil {
 		return nil, fmt.Errorf("rebuilding the base of the refreshed patch: %w", err)
 	}
-	g := &gitRepo{dir: repoDir}
+	g := &gitRepo{gitexec.Repo{Dir: repoDir}}
 	if err := g.init(ctx); err != nil {
 		return nil, err
 	}

@@ -4,15 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
-
-func TestGitDate(t *testing.T) {
-	d := time.Date(2026, 11, 30, 9, 17, 44, 0, time.FixedZone("", 90*60))
-	if got := gitDate(d); got != "@1796024864 +0130" {
-		t.Errorf("gitDate = %q", got)
-	}
-}
 
 func TestAppendToSeries(t *testing.T) {
 	dir := t.TempDir()
