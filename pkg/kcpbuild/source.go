@@ -14,9 +14,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
-	"golang.org/x/mod/semver"
 
-	"github.com/kcp-carry/kcp-carry/pkg/atomicfile"
+	"github.com/kcp-carry/kcp-carry/pkg/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 )
 
@@ -152,34 +151,34 @@ func (b *builder) sourceOverlayOptions(pins map[string]module.Version, src strin
 // workspace module, the carried modules replaced by the overlay, and any
 // --replace directories.
 func (b *builder) writeSourceWorkspace(goWork, src string, kcpMod *modfile.File, overlayDirs map[string]string) error {
-	goVersion := "1.26.0"
-	if kcpMod.Go != nil && semver.Compare("v"+kcpMod.Go.Version, "v"+goVersion) > 0 {
-		goVersion = kcpMod.Go.Version
-	}
-	w := new(modfile.WorkFile)
-	w.Syntax = new(modfile.FileSyntax)
-	if err := w.AddGoStmt(goVersion); err != nil {
+	// The workspace holds the checkout and the overlay of our pins: it needs
+	// the newer of the two go directives.
+	goVersion, err := gowork.GoVersion(filepath.Join(b.opts.Root, "go.mod"))
+	if err != nil {
 		return err
 	}
-	if err := w.AddUse(src, ""); err != nil {
+	if kcpMod.Go != nil {
+		goVersion = gowork.Newer(goVersion, kcpMod.Go.Version)
+	}
+	w, err := gowork.New(goWork, goVersion)
+	if err != nil {
+		return err
+	}
+	if err := w.AddUse(src); err != nil {
 		return err
 	}
 	for mod, dir := range overlayDirs {
-		if err := w.AddReplace(mod, "", dir, ""); err != nil {
+		if err := w.AddReplace(mod, dir); err != nil {
 			return err
 		}
 	}
 	for mod, dir := range b.opts.Replaces {
-		if err := w.AddReplace(mod, "", dir, ""); err != nil {
+		if err := w.AddReplace(mod, dir); err != nil {
 			return err
 		}
 	}
-	w.SortBlocks()
-	w.Cleanup()
-	if err := os.MkdirAll(filepath.Dir(goWork), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.Write(goWork, modfile.Format(w.Syntax), 0o644)
+	w.Work.SortBlocks()
+	return w.Write()
 }
 
 // gitVersionInfo reads what kcp's Makefile reads from git; outside a git

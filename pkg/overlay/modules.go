@@ -90,22 +90,6 @@ func PinsFromGoMod(goModPath string, modules []string) (map[string]module.Versio
 	return pins, nil
 }
 
-// goVersion returns the go directive of a go.mod file.
-func goVersion(goModPath string) (string, error) {
-	data, err := os.ReadFile(goModPath)
-	if err != nil {
-		return "", fmt.Errorf("reading go version: %w", err)
-	}
-	f, err := modfile.ParseLax(goModPath, data, nil)
-	if err != nil {
-		return "", err
-	}
-	if f.Go == nil {
-		return "", fmt.Errorf("%s: no go directive", goModPath)
-	}
-	return f.Go.Version, nil
-}
-
 // TreeHash is the dirhash of a patched module tree, as recorded in stamps.
 func TreeHash(dir, mod string) (string, error) {
 	h, err := dirhash.HashDir(dir, mod, dirhash.Hash1)

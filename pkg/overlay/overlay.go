@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/mod/module"
 
-	"github.com/kcp-carry/kcp-carry/pkg/atomicfile"
+	"github.com/kcp-carry/kcp-carry/pkg/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 )
@@ -211,7 +211,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	var work *goWorkPlan
 	if o.GoWorkPath != "" {
-		gv, err := goVersion(filepath.Join(o.Root, "go.mod"))
+		gv, err := gowork.GoVersion(filepath.Join(o.Root, "go.mod"))
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +237,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if work != nil {
 		res.GoWork = work.path
 		if work.changed {
-			if err := atomicfile.Write(work.path, work.data, 0o644); err != nil {
+			if err := work.file.Write(); err != nil {
 				return nil, err
 			}
 			res.GoWorkChanged = true

@@ -1,23 +1,19 @@
 package overlay
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
-	"golang.org/x/mod/modfile"
-
+	"github.com/kcp-carry/kcp-carry/pkg/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/pins"
 )
 
 // goWorkPlan is the go.work content carry wants, computed before anything
 // is written so that a conflict leaves every file untouched.
 type goWorkPlan struct {
+	file    *gowork.File
 	path    string
 	data    []byte
 	exists  bool
@@ -30,37 +26,23 @@ type goWorkPlan struct {
 // existing go.work not using rootDir, is a conflict: carry will not guess
 // which of the two the user meant.
 func planGoWork(workPath, rootDir, overlayDir string, modules []string, goVersion string) (*goWorkPlan, error) {
-	old, err := os.ReadFile(workPath)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading go.work: %w", err)
-	}
-	wf, err := modfile.ParseWork(workPath, old, nil)
+	wf, err := gowork.Read(workPath)
 	if err != nil {
 		return nil, err
 	}
-	workDir := filepath.Dir(workPath)
-	rootRel := relDir(workDir, rootDir)
-	overlayRel := relDir(workDir, overlayDir)
+	rootRel := wf.Rel(rootDir)
+	overlayRel := wf.Rel(overlayDir)
 
-	hasUse := false
-	for _, u := range wf.Use {
-		if path.Clean(u.Path) == path.Clean(rootRel) {
-			hasUse = true
-		}
-	}
-	if !hasUse {
-		if exists {
+	if !wf.Uses(rootRel) {
+		if wf.Exists() {
 			return nil, fmt.Errorf("%s: no `use %s` line; the workspace must use the repository module for the overlay to apply (add the line or delete go.work)", workPath, rootRel)
 		}
-		if err := wf.AddUse(rootRel, ""); err != nil {
+		if err := wf.AddUse(rootRel); err != nil {
 			return nil, err
 		}
 	}
-	if wf.Go == nil {
-		if err := wf.AddGoStmt(goVersion); err != nil {
-			return nil, err
-		}
+	if err := wf.SetGoIfMissing(goVersion); err != nil {
+		return nil, err
 	}
 
 	want := map[string]string{}
@@ -69,7 +51,7 @@ func planGoWork(workPath, rootDir, overlayDir string, modules []string, goVersio
 	}
 	present := map[string]bool{}
 	var conflicts []error
-	for _, r := range wf.Replace {
+	for _, r := range wf.Work.Replace {
 		if r.Old.Path == "" {
 			continue // dropped below
 		}
@@ -83,7 +65,7 @@ func planGoWork(workPath, rootDir, overlayDir string, modules []string, goVersio
 			continue
 		}
 		if r.New.Version == "" && isUnder(r.New.Path, overlayRel) {
-			if err := wf.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+			if err := wf.Work.DropReplace(r.Old.Path, r.Old.Version); err != nil {
 				return nil, err
 			}
 		}
@@ -93,28 +75,12 @@ func planGoWork(workPath, rootDir, overlayDir string, modules []string, goVersio
 	}
 	for _, m := range modules {
 		if !present[m] {
-			if err := wf.AddReplace(m, "", want[m], ""); err != nil {
+			if err := wf.AddReplace(m, want[m]); err != nil {
 				return nil, err
 			}
 		}
 	}
-	wf.Cleanup()
-	data := modfile.Format(wf.Syntax)
-	return &goWorkPlan{path: workPath, data: data, exists: exists, changed: !exists || !bytes.Equal(data, old)}, nil
-}
-
-// relDir spells target relative to dir the way go.work wants directory
-// paths: "." or starting with "./" or "../"; absolute if there is no relative path.
-func relDir(dir, target string) string {
-	rel, err := filepath.Rel(dir, target)
-	if err != nil {
-		return filepath.ToSlash(target)
-	}
-	rel = filepath.ToSlash(rel)
-	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return rel
-	}
-	return "./" + rel
+	return &goWorkPlan{file: wf, path: workPath, data: wf.Bytes(), exists: wf.Exists(), changed: wf.Changed()}, nil
 }
 
 func isUnder(p, dir string) bool {

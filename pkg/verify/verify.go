@@ -17,9 +17,7 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/mod/modfile"
-
-	"github.com/kcp-carry/kcp-carry/pkg/atomicfile"
+	"github.com/kcp-carry/kcp-carry/pkg/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 )
@@ -223,32 +221,23 @@ func goTest(ctx context.Context, root, goWork, name string, pkgs []string) (Outc
 // writeGoWork writes a workspace that uses the repository and replaces the
 // carried modules by the given overlay.
 func writeGoWork(goWork, root string, ov *overlay.Result) error {
-	w := new(modfile.WorkFile)
-	w.Syntax = new(modfile.FileSyntax)
-	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	goVersion, err := gowork.GoVersion(filepath.Join(root, "go.mod"))
 	if err != nil {
 		return err
 	}
-	goVersion := "1.26.0"
-	if f, err := modfile.ParseLax(filepath.Join(root, "go.mod"), data, nil); err == nil && f.Go != nil {
-		goVersion = f.Go.Version
-	}
-	if err := w.AddGoStmt(goVersion); err != nil {
+	w, err := gowork.New(goWork, goVersion)
+	if err != nil {
 		return err
 	}
-	if err := w.AddUse(root, ""); err != nil {
+	if err := w.AddUse(root); err != nil {
 		return err
 	}
 	for _, m := range ov.Modules {
-		if err := w.AddReplace(m.Module, "", m.Dir, ""); err != nil {
+		if err := w.AddReplace(m.Module, m.Dir); err != nil {
 			return err
 		}
 	}
-	w.Cleanup()
-	if err := os.MkdirAll(filepath.Dir(goWork), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.Write(goWork, modfile.Format(w.Syntax), 0o644)
+	return w.Write()
 }
 
 // WriteText prints the report for people.
