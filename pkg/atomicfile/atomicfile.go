@@ -1,6 +1,6 @@
-// Package atomicfile writes files so that readers see either the old or the
-// new content, never a partial file: write a temporary file in the same
-// directory, then rename it over the target.
+// Package atomicfile writes files and directories so that readers see
+// either the old or the new content, never a partial one: build a
+// temporary file or directory beside the target, then rename it into place.
 package atomicfile
 
 import (

@@ -34,6 +34,7 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/pkg/atomicfile"
 	"github.com/kcp-carry/kcp-carry/pkg/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
@@ -222,11 +223,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
 	}
 
-	parent := filepath.Dir(o.OutDir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(o.OutDir)+".tmp-")
+	tmp, err := atomicfile.TempDirFor(o.OutDir)
 	if err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
@@ -235,9 +232,6 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return nil, err
-	}
 	files, err := g.formatPatch(ctx, tmp)
 	if err != nil {
 		return nil, err
@@ -330,31 +324,13 @@ func checkOutDir(dir string, force bool) error {
 }
 
 // install moves the finished tmp directory to dir, replacing an empty
-// directory, or a non-empty one when force. The previous dir is moved aside
-// first and put back if the rename fails.
+// directory, or a non-empty one when force.
 func install(tmp, dir string, force bool) error {
 	if err := checkOutDir(dir, force); err != nil {
 		return err
 	}
-	old := ""
-	if _, err := os.Lstat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("--out %s: moving the previous content aside: %w", dir, err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			if rerr := os.Rename(old, dir); rerr != nil {
-				return fmt.Errorf("--out %s: %w (and restoring the previous content from %s: %v)", dir, err, old, rerr)
-			}
-		}
+	if err := atomicfile.ReplaceDir(tmp, dir); err != nil {
 		return fmt.Errorf("--out %s: %w", dir, err)
-	}
-	if old != "" {
-		if err := os.RemoveAll(old); err != nil {
-			return fmt.Errorf("--out %s: removing the previous content %s: %w", dir, old, err)
-		}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/pkg/atomicfile"
 	"github.com/kcp-carry/kcp-carry/pkg/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
@@ -308,11 +309,7 @@ func sameInputs(a, b Stamp) bool {
 // build creates the whole overlay in a temporary directory next to
 // OverlayDir and swaps it in by rename.
 func build(ctx context.Context, o Options, ins []*Input, res *Result) (err error) {
-	parent := filepath.Dir(o.OverlayDir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("creating overlay parent: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(o.OverlayDir)+".tmp-")
+	tmp, err := atomicfile.TempDirFor(o.OverlayDir)
 	if err != nil {
 		return fmt.Errorf("creating overlay: %w", err)
 	}
@@ -321,9 +318,6 @@ func build(ctx context.Context, o Options, ins []*Input, res *Result) (err error
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private
-		return fmt.Errorf("creating overlay: %w", err)
-	}
 
 	var mods []ModuleResult
 	for _, in := range ins {
@@ -334,8 +328,8 @@ func build(ctx context.Context, o Options, ins []*Input, res *Result) (err error
 		m.Dir = ModuleDir(o.OverlayDir, in.Module)
 		mods = append(mods, *m)
 	}
-	if err := swap(tmp, o.OverlayDir); err != nil {
-		return err
+	if err := atomicfile.ReplaceDir(tmp, o.OverlayDir); err != nil {
+		return fmt.Errorf("installing the overlay: %w", err)
 	}
 	res.Modules = mods
 	return nil
@@ -387,30 +381,4 @@ func BuildTree(ctx context.Context, root string, in *Input, dir string, patches 
 		}
 	}
 	return applied, nil
-}
-
-// swap replaces dst by src: the old dst is moved aside first and removed
-// only once src is in place, and put back if that fails.
-func swap(src, dst string) error {
-	old := ""
-	if _, err := os.Lstat(dst); err == nil {
-		old = src + ".old"
-		if err := os.Rename(dst, old); err != nil {
-			return fmt.Errorf("moving the previous overlay aside: %w", err)
-		}
-	}
-	if err := os.Rename(src, dst); err != nil {
-		if old != "" {
-			if rerr := os.Rename(old, dst); rerr != nil {
-				return fmt.Errorf("installing the overlay: %w (and restoring the previous one from %s: %v)", err, old, rerr)
-			}
-		}
-		return fmt.Errorf("installing the overlay: %w", err)
-	}
-	if old != "" {
-		if err := os.RemoveAll(old); err != nil {
-			return fmt.Errorf("removing the previous overlay %s: %w", old, err)
-		}
-	}
-	return nil
 }
