@@ -18,7 +18,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/evidence"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 )
 
 func main() {
@@ -26,7 +26,7 @@ func main() {
 }
 
 func run() int {
-	root, err := fixture.RepoRoot()
+	root, err := reporoot.Find(".")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\n", err)
 		return 2

@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/mod/modfile"
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 )
 
 // Exit codes.
@@ -25,9 +25,6 @@ const (
 	ExitFail  = 1
 	ExitUsage = 2
 )
-
-// RepoModule is the module path that marks the repository root.
-const RepoModule = "github.com/kcp-carry/kcp-carry"
 
 // Command is one subcommand.
 type Command struct {
@@ -109,7 +106,7 @@ type flagSet struct {
 func newFlagSet(name, synopsis string, stderr io.Writer) *flagSet {
 	fs := &flagSet{FlagSet: flag.NewFlagSet("carry "+name, flag.ContinueOnError)}
 	fs.SetOutput(stderr)
-	fs.StringVar(&fs.root, "root", "", "repository root (default: the directory upward from the working directory whose go.mod is module "+RepoModule+")")
+	fs.StringVar(&fs.root, "root", "", "repository root (default: the directory upward from the working directory whose go.mod is module "+reporoot.ModulePath+")")
 	fs.BoolVar(&fs.json, "json", false, "print the result as JSON on stdout")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: carry %s\n\nflags:\n", synopsis)
@@ -136,24 +133,16 @@ func (fs *flagSet) parse(args []string) (code int, done bool) {
 }
 
 // repoRoot returns --root, or else the nearest directory upward from the
-// working directory whose go.mod declares RepoModule.
+// working directory whose go.mod declares reporoot.ModulePath.
 func (fs *flagSet) repoRoot() (string, error) {
 	if fs.root != "" {
 		return filepath.Abs(fs.root)
 	}
-	wd, err := os.Getwd()
+	root, err := reporoot.Find(".")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w; use --root", err)
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && modfile.ModulePath(data) == RepoModule {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("no go.mod for module %s in %s or any parent directory; use --root", RepoModule, wd)
-		}
-	}
+	return root, nil
 }
 
 // fail reports err for command name and returns ExitFail.

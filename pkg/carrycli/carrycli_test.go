@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 )
 
 func TestMainUsageAndExitCodes(t *testing.T) {
@@ -34,7 +36,7 @@ func TestMainUsageAndExitCodes(t *testing.T) {
 
 func TestRepoRoot(t *testing.T) {
 	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module "+RepoModule+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module "+reporoot.ModulePath+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A nested module of another name does not stop the search.

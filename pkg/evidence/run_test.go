@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/duel"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 )
 
 // TestRunEndToEnd runs the whole duel against real test shards with a very
@@ -22,7 +22,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts live test shards")
 	}
-	root, err := fixture.RepoRoot()
+	root, err := reporoot.Find(".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 )
 
 func TestLDFlags(t *testing.T) {
@@ -308,7 +309,7 @@ func goCommand(t *testing.T, dir string, env []string, args ...string) {
 // repoRoot is the kcp-carry checkout this test runs in.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
+	dir, err := reporoot.Find(".")
 	if err != nil {
 		t.Fatal(err)
 	}

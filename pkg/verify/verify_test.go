@@ -2,10 +2,11 @@ package verify
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 )
 
 // TestCarryFailsWithoutAndPassesWith is the unit-level positive control: the
@@ -15,7 +16,7 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the fork's tests under -race twice")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := reporoot.Find(".")
 	if err != nil {
 		t.Fatal(err)
 	}

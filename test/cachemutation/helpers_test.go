@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
@@ -109,7 +110,7 @@ func shardBinary(t *testing.T, v fixture.Variant) string {
 	if testing.Short() {
 		t.Skip("live test shard: run without -short")
 	}
-	root, err := fixture.RepoRoot()
+	root, err := reporoot.Find(".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
@@ -67,7 +68,7 @@ func loadOptions(t *testing.T, s *fixture.Shard) hammer.Options {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := fixture.RepoRoot()
+	root, err := reporoot.Find(".")
 	if err != nil {
 		t.Fatal(err)
 	}
