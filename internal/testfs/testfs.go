@@ -35,3 +35,23 @@ func Read(t testing.TB, path string) string {
 	}
 	return string(data)
 }
+
+// ReadTree returns every file under dir, by slash-separated path relative
+// to dir, or fails the test.
+func ReadTree(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}

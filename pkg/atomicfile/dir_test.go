@@ -6,38 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
-
-func writeTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func readTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(data)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
 
 // leftovers lists what ReplaceDir or TempDirFor left beside dst.
 func leftovers(t *testing.T, dst string) []string {
@@ -62,11 +33,11 @@ func TestReplaceDir(t *testing.T) {
 		if fi, err := os.Stat(tmp); err != nil || fi.Mode().Perm() != 0o755 || filepath.Dir(tmp) != filepath.Dir(dst) {
 			t.Fatalf("TempDirFor = %s, %v, %v", tmp, fi.Mode(), err)
 		}
-		writeTree(t, tmp, files)
+		testfs.WriteTree(t, tmp, files)
 		if err := ReplaceDir(tmp, dst); err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
-		if got := readTree(t, dst); !maps.Equal(got, files) {
+		if got := testfs.ReadTree(t, dst); !maps.Equal(got, files) {
 			t.Errorf("run %d: %s = %v, want %v", i, dst, got, files)
 		}
 		if left := leftovers(t, dst); len(left) > 0 {
@@ -80,7 +51,7 @@ func TestReplaceDir(t *testing.T) {
 func TestReplaceDirFailureKeepsOld(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "out")
 	old := map[string]string{"a.txt": "old", "sub/b.txt": "old"}
-	writeTree(t, dst, old)
+	testfs.WriteTree(t, dst, old)
 	tmp, err := TempDirFor(dst)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +65,7 @@ func TestReplaceDirFailureKeepsOld(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), tmp) {
 		t.Fatalf("ReplaceDir of a missing directory: %v", err)
 	}
-	if got := readTree(t, dst); !maps.Equal(got, old) {
+	if got := testfs.ReadTree(t, dst); !maps.Equal(got, old) {
 		t.Errorf("%s after the failure = %v, want %v", dst, got, old)
 	}
 	if left := leftovers(t, dst); len(left) > 0 {

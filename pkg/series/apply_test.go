@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 func writeTree(t *testing.T, dir string, files map[string]string) {
@@ -58,7 +60,7 @@ func TestApplyModifyAddDeleteRename(t *testing.T) {
 	if n != 4 {
 		t.Errorf("changed %d files, want 4", n)
 	}
-	got := readTree(t, dir)
+	got := testfs.ReadTree(t, dir)
 	if keys(got) != keys(after) {
 		t.Fatalf("files = %s, want %s", keys(got), keys(after))
 	}
@@ -85,7 +87,7 @@ func TestApplyFilter(t *testing.T) {
 	if n != 2 {
 		t.Errorf("changed %d files, want 2", n)
 	}
-	got := readTree(t, dir)
+	got := testfs.ReadTree(t, dir)
 	if got["a.go"] != before["a.go"] || got["a_test.go"] != after["a_test.go"] || got["b_test.go"] != after["b_test.go"] {
 		t.Errorf("tree after filtered apply: %q", got)
 	}
@@ -113,7 +115,7 @@ func TestApplyConflictNamesHunk(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, w)
 		}
 	}
-	if got := readTree(t, dir)["a.go"]; !strings.Contains(got, "// seven") {
+	if got := testfs.ReadTree(t, dir)["a.go"]; !strings.Contains(got, "// seven") {
 		t.Errorf("failed apply changed a.go: %q", got)
 	}
 }
@@ -175,7 +177,7 @@ func TestSeriesApply(t *testing.T) {
 	if n, err := s.Apply(tree, nil); err != nil || n != 2 {
 		t.Fatalf("Apply = %d, %v", n, err)
 	}
-	if got := readTree(t, tree)["a.go"]; got != "package a\n\nvar A = 2\n" {
+	if got := testfs.ReadTree(t, tree)["a.go"]; got != "package a\n\nvar A = 2\n" {
 		t.Errorf("a.go = %q", got)
 	}
 }
