@@ -50,12 +50,17 @@ func kcpLikeConfig() v1.Config {
 
 // syntheticBase is one platform of a kcp-like image: two random layers (the
 // distroless base), then a layer with the release binaries (fake ones) and
-// kcp's other files, unless withKCP is false.
-func syntheticBase(t *testing.T, arch string, withKCP bool) v1.Image {
+// kcp's other files, unless withKCP is false. docker makes it a Docker
+// schema 2 image instead of an OCI one.
+func syntheticBase(t *testing.T, arch string, withKCP, docker bool) v1.Image {
 	t.Helper()
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	manifestType, configType, layerType, tarType := types.OCIManifestSchema1, types.OCIConfigJSON, types.OCILayer, types.OCIUncompressedLayer
+	if docker {
+		manifestType, configType, layerType, tarType = types.DockerManifestSchema2, types.DockerConfigJSON, types.DockerLayer, types.DockerUncompressedLayer
+	}
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, manifestType), configType)
 	for range 2 {
-		l, err := random.Layer(2048, types.OCILayer)
+		l, err := random.Layer(2048, layerType)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +74,7 @@ func syntheticBase(t *testing.T, arch string, withKCP bool) v1.Image {
 			entries = append(entries, s+"=release "+s+" "+arch)
 		}
 	}
-	img, err := mutate.AppendLayers(img, tarLayer(t, entries...))
+	img, err := mutate.AppendLayers(img, tarLayerOf(t, tarType, entries...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +96,7 @@ func syntheticIndex(t *testing.T, withKCP bool, archs ...string) v1.ImageIndex {
 	t.Helper()
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range archs {
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: syntheticBase(t, arch, withKCP), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: syntheticBase(t, arch, withKCP, false), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
 	}
 	att, err := random.Image(64, 1)
 	if err != nil {
@@ -184,6 +189,39 @@ func TestImage(t *testing.T) {
 			return &kcpbuild.Result{Mode: "source", KCPVersion: testkcp.Version, GitVersion: res.Version, Binaries: bins, Overlay: map[string]string{"k8s.io/apiserver": overlayDir}}, nil
 		}
 	}
+
+	t.Run("a single Docker image gives a single Docker image", func(t *testing.T) {
+		base := syntheticBase(t, "arm64", true, true)
+		r, err := name.ParseReference(host + "/kcp-dev/kcp:arm64-docker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(r, base, remote.WithContext(ctx)); err != nil {
+			t.Fatal(err)
+		}
+		single, err := Run(ctx, Options{Root: root, KCPSource: checkout, Base: r.String(), Push: host + "/carry/kcp:arm64-docker", BinDir: t.TempDir(), Build: reuse(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := remote.Image(mustRef(t, host+"/carry/kcp:arm64-docker"), remote.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		baseDigest, _ := base.Digest()
+		if single.MediaType != string(types.DockerManifestSchema2) || m.MediaType != types.DockerManifestSchema2 || len(single.Platforms) != 1 || single.Platforms[0].Platform != "linux/arm64" {
+			t.Errorf("result %s (manifest %s) for %v, want one Docker schema 2 image for linux/arm64", single.MediaType, m.MediaType, single.Platforms)
+		}
+		if got := m.Layers[len(m.Layers)-1].MediaType; got != types.DockerLayer {
+			t.Errorf("added layer is %s, want %s like the base's", got, types.DockerLayer)
+		}
+		if m.Annotations[BaseDigestKey] != baseDigest.String() || m.Annotations[VersionKey] != res.Version {
+			t.Errorf("annotations %v, want base digest %s and version %s", m.Annotations, baseDigest, res.Version)
+		}
+	})
 
 	t.Run("same binaries, same digest, as an OCI layout", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "image")
@@ -451,6 +489,15 @@ func checkPushed(t *testing.T, ctx context.Context, target string, res *Result, 
 			}
 		})
 	}
+}
+
+func mustRef(t *testing.T, ref string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func mustFind(t *testing.T, idx v1.ImageIndex, arch string) v1.Hash {

@@ -19,6 +19,12 @@ import (
 // in / is a directory.
 func tarLayer(t testing.TB, entries ...string) v1.Layer {
 	t.Helper()
+	return tarLayerOf(t, types.OCIUncompressedLayer, entries...)
+}
+
+// tarLayerOf is tarLayer with the layer media type mt.
+func tarLayerOf(t testing.TB, mt types.MediaType, entries ...string) v1.Layer {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
@@ -37,7 +43,7 @@ func tarLayer(t testing.TB, entries ...string) v1.Layer {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer)
+	return static.NewLayer(buf.Bytes(), mt)
 }
 
 func imageOf(t testing.TB, layers ...v1.Layer) v1.Image {
