@@ -17,7 +17,9 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -235,10 +237,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if pushRef != nil {
 		logf("pushing %s", pushRef)
+		updates := make(chan v1.Update, 16)
+		done := make(chan struct{})
+		go func() { logPushProgress(updates, logf); close(done) }()
+		pushOpts := append(slices.Clone(o.RemoteOptions), remote.WithProgress(updates))
 		if out.index != nil {
-			err = remote.WriteIndex(pushRef, out.index, o.RemoteOptions...)
+			err = remote.WriteIndex(pushRef, out.index, pushOpts...)
 		} else {
-			err = remote.Write(pushRef, out.image, o.RemoteOptions...)
+			err = remote.Write(pushRef, out.image, pushOpts...)
+		}
+		// remote closes updates when the write returns (but not when it
+		// refuses its options before starting, hence the bound).
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--push %s: %w", o.Push, err)
@@ -252,6 +264,20 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		res.Out = o.OutDir
 	}
 	return res, nil
+}
+
+// logPushProgress reports a push at every further quarter of its bytes.
+func logPushProgress(updates <-chan v1.Update, logf func(string, ...any)) {
+	next := int64(1)
+	for u := range updates {
+		if u.Total <= 0 || u.Error != nil {
+			continue
+		}
+		for next <= 4 && u.Complete*4 >= u.Total*next {
+			logf("pushed %d of %d MiB", u.Complete>>20, u.Total>>20)
+			next++
+		}
+	}
 }
 
 func (o Options) resolve(ctx context.Context) (Options, error) {
