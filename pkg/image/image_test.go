@@ -245,6 +245,30 @@ func TestImage(t *testing.T) {
 			t.Errorf("index.json lists %+v, want the result %s named %s-carry-%s", im.Manifests, again.Digest, testkcp.Version, res.CarryID)
 		}
 
+		// Writing again replaces the layout whole, leaving nothing beside it.
+		if _, err := Run(ctx, Options{Root: root, KCPSource: checkout, Base: baseRef, Platforms: []v1.Platform{{OS: "linux", Architecture: "amd64"}}, OutDir: out, BinDir: t.TempDir(), Build: reuse(nil)}); err != nil {
+			t.Fatal(err)
+		}
+		if ii, err = layout.ImageIndexFromPath(out); err != nil {
+			t.Fatal(err)
+		}
+		if im, err = ii.IndexManifest(); err != nil {
+			t.Fatal(err)
+		}
+		if len(im.Manifests) != 1 || im.Manifests[0].Digest.String() == again.Digest {
+			t.Errorf("after a second write, index.json lists %+v, want only the new amd64-only result", im.Manifests)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 1 {
+			t.Errorf("beside --out after a replacement: %v, want only %s", entries, filepath.Base(out))
+		}
+		if _, err := os.Stat(filepath.Join(out, "blobs", "sha256", strings.TrimPrefix(again.Digest, "sha256:"))); err == nil {
+			t.Errorf("the replaced layout's index blob %s is still in %s", again.Digest, out)
+		}
+		// Restore the two-platform layout for the oci: base below.
+		if _, err := Run(ctx, Options{Root: root, KCPSource: checkout, Base: baseRef, OutDir: out, BinDir: t.TempDir(), Build: reuse(nil)}); err != nil {
+			t.Fatal(err)
+		}
+
 		// The layout is itself a base (oci:DIR): one platform of it, layered
 		// again, still has the carry's layer on top of the original base layers.
 		fromLayout, err := Run(ctx, Options{Root: root, KCPSource: checkout, Base: ociPrefix + out, Platforms: []v1.Platform{{OS: "linux", Architecture: "arm64"}}, OutDir: filepath.Join(t.TempDir(), "again"), BinDir: t.TempDir(), Build: reuse(nil)})
