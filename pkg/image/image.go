@@ -131,15 +131,18 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	defaultFor := ""
 	if o.Base == "" {
-		v, err := kcpbuild.KCPVersion(ctx, o.Root, o.KCPSource)
-		if err != nil {
+		if defaultFor, err = kcpbuild.KCPVersion(ctx, o.Root, o.KCPSource); err != nil {
 			return nil, err
 		}
-		o.Base = DefaultBaseRepository + ":" + v
+		o.Base = DefaultBaseRepository + ":" + defaultFor
 	}
 	logf("reading the base %s", o.Base)
 	b, err := loadBase(o.Base, o.RemoteOptions)
+	if err != nil && defaultFor != "" {
+		return nil, fmt.Errorf("%w\n(the default base for kcp %s; name another with --base)", err, defaultFor)
+	}
 	if err != nil {
 		return nil, err
 	}
