@@ -6,7 +6,7 @@ GO ?= go
 CARRY := bin/carry
 GO_TEST_FLAGS ?= -timeout 40m
 
-.PHONY: all carry overlay build kcp verify test pins bench evidence clean
+.PHONY: all carry overlay build kcp image verify test pins bench evidence clean
 
 all: build kcp
 
@@ -27,6 +27,20 @@ build: overlay
 # module is missing and how to supply it); `make` goes on without bin/kcp.
 kcp: overlay
 	$(CARRY) build || { rc=$$?; [ $$rc -eq 3 ] && echo "make: skipping bin/kcp (see above)"; [ $$rc -eq 3 ]; }
+
+# kcp's release image with the carry's binaries (cross-compiled per platform,
+# no Docker daemon). BASE (default ghcr.io/kcp-dev/kcp:<kcp version>, or
+# oci:DIR), PLATFORMS (e.g. linux/amd64,linux/arm64; default all of the
+# base's), PUSH (a registry reference) and/or OUT (an OCI image layout; default
+# bin/kcp-image when PUSH is empty), KCP_SOURCE (a kcp checkout, as carry build).
+BASE ?=
+PLATFORMS ?=
+PUSH ?=
+OUT ?= $(if $(PUSH),,bin/kcp-image)
+KCP_SOURCE ?=
+image: overlay
+	$(CARRY) image $(if $(BASE),--base $(BASE)) $(if $(PLATFORMS),--platform $(PLATFORMS)) \
+		$(if $(PUSH),--push $(PUSH)) $(if $(OUT),--out $(OUT)) $(if $(KCP_SOURCE),--kcp-source $(KCP_SOURCE))
 
 # The carry's own tests: fail on the pristine fork, pass with the carry.
 verify: overlay

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"fmt"
@@ -12,6 +13,12 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rogpeppe/go-internal/txtar"
 	"golang.org/x/mod/module"
@@ -79,6 +86,7 @@ func TestScripts(t *testing.T) {
 			"mkproxy": cmdMkproxy,
 			"zipedit": cmdZipedit,
 			"noglob":  cmdNoglob,
+			"mkbase":  cmdMkbase,
 		},
 	})
 }
@@ -167,4 +175,38 @@ func cmdNoglob(ts *testscript.TestScript, neg bool, args []string) {
 	if len(matches) > 0 {
 		ts.Fatalf("unexpected files: %s", strings.Join(matches, " "))
 	}
+}
+
+// mkbase DIR FILE OS/ARCH... writes an OCI image layout whose index.json
+// holds one index with an image per platform, each with the single file FILE
+// (e.g. kcp, or something else for a base that is not kcp's image).
+func cmdMkbase(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: mkbase DIR FILE OS/ARCH...")
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, plat := range args[2:] {
+		p, err := v1.ParsePlatform(plat)
+		ts.Check(err)
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		content := []byte("release binary for " + plat)
+		ts.Check(tw.WriteHeader(&tar.Header{Name: args[1], Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg}))
+		_, err = tw.Write(content)
+		ts.Check(err)
+		ts.Check(tw.Close())
+		img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer))
+		ts.Check(err)
+		cfg, err := img.ConfigFile()
+		ts.Check(err)
+		cfg = cfg.DeepCopy()
+		cfg.OS, cfg.Architecture = p.OS, p.Architecture
+		cfg.Config = v1.Config{Entrypoint: []string{"/kcp"}, Cmd: []string{"start"}, User: "65532:65532"}
+		img, err = mutate.ConfigFile(img, cfg)
+		ts.Check(err)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
+	}
+	lp, err := layout.Write(ts.MkAbs(args[0]), empty.Index)
+	ts.Check(err)
+	ts.Check(lp.AppendIndex(idx))
 }

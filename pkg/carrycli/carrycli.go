@@ -43,6 +43,7 @@ func Commands() []Command {
 		{Name: "refresh", Aliases: []string{"diff"}, Summary: "fold edits made in .overlay/<module> back into the carry's patches", Run: runRefresh},
 		{Name: "verify", Summary: "run the carry's tests with the series (must pass, -race) and on the pristine fork (must fail)", Run: runVerify},
 		{Name: "build", Summary: "link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", Run: runBuild},
+		{Name: "image", Summary: "layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", Run: runImage},
 		{Name: "export", Summary: "write the carry as a format-patch series with fork paths plus PR.md for github.com/kcp-dev/kubernetes", Run: runExport},
 	}
 }

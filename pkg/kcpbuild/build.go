@@ -44,8 +44,12 @@ type Options struct {
 	// Replaces supplies local copies of modules the build cannot fetch:
 	// module path -> directory holding that module.
 	Replaces map[string]string
-	// OutDir receives the binaries. Default Root/bin.
+	// OutDir receives the binaries. Default Root/bin, or Root/bin/GOOS_GOARCH
+	// when GOOS or GOARCH is set.
 	OutDir string
+	// GOOS and GOARCH cross-compile for another platform (CGO is always off).
+	// Empty means the go command's default.
+	GOOS, GOARCH string
 	// Progress receives a line per step and the go command's output. nil discards.
 	Progress io.Writer
 	// Now is the build date stamped in; zero means time.Now.
@@ -83,7 +87,7 @@ func (o Options) resolve() (Options, error) {
 		return o, err
 	}
 	if o.OutDir == "" {
-		o.OutDir = filepath.Join(o.Root, "bin")
+		o.OutDir = o.defaultOutDir()
 	}
 	if o.OutDir, err = filepath.Abs(o.OutDir); err != nil {
 		return o, err
@@ -147,7 +151,8 @@ func (b *builder) goEnv(gowork string, extraGoFlags string) []string {
 		return strings.HasPrefix(kv, "GOWORK=") || strings.HasPrefix(kv, "CGO_ENABLED=") || strings.HasPrefix(kv, "GOFLAGS=")
 	})
 	goflags := strings.TrimSpace(os.Getenv("GOFLAGS") + " " + extraGoFlags)
-	return append(env, "GOWORK="+gowork, "CGO_ENABLED=0", "GOFLAGS="+goflags)
+	env = append(env, "GOWORK="+gowork, "CGO_ENABLED=0", "GOFLAGS="+goflags)
+	return append(env, b.opts.platformEnv()...)
 }
 
 // carryID is a digest of every series and patch file, so the version string

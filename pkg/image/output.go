@@ -1,0 +1,85 @@
+package image
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+)
+
+// checkOutDir refuses an --out directory that exists and is something other
+// than an OCI image layout (which carry image replaces) or empty.
+func checkOutDir(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--out %s: exists and is not a directory", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err == nil {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("--out %s: exists and is not an OCI image layout; remove it or choose another directory", dir)
+	}
+	return nil
+}
+
+// writeLayoutTemp writes the result as an OCI image layout into a new
+// temporary directory beside dir; commitLayout moves it into place.
+func writeLayoutTemp(dir string, r *built, refName string) (string, error) {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("--out %s: %w", dir, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("--out %s: %w", dir, err)
+	}
+	p, err := layout.Write(tmp, empty.Index)
+	if err == nil {
+		opt := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": refName})
+		if r.index != nil {
+			err = p.AppendIndex(r.index, opt)
+		} else {
+			err = p.AppendImage(r.image, opt)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("--out %s: writing the OCI layout: %w", dir, err)
+	}
+	return tmp, nil
+}
+
+// commitLayout replaces dir with the written layout tmp.
+func commitLayout(tmp, dir string) error {
+	old := ""
+	if _, err := os.Stat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("--out %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir) // put the previous layout back
+		}
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}
