@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"golang.org/x/term"
 )
 
-// IsTerminal reports whether f is a character device (a terminal), where a
-// live progress line makes sense.
+// IsTerminal reports whether f is a terminal, where a live progress line
+// makes sense (/dev/null is a character device but not a terminal).
 func IsTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // progress writes a live status line to opts.Progress every half second
