@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // SeedResult says what seeding found and did.
@@ -30,27 +32,22 @@ func parallel(n, workers int, f func(i int) error) error {
 	var (
 		mu   sync.Mutex
 		errs []error
-		wg   sync.WaitGroup
-		next = make(chan int)
+		g    errgroup.Group
 	)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := f(i); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
+	// Every index runs even after a failure: f's errors are collected, not
+	// returned to the group, so one bad object does not stop the others.
+	g.SetLimit(workers)
 	for i := 0; i < n; i++ {
-		next <- i
+		g.Go(func() error {
+			if err := f(i); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
+	_ = g.Wait()
 	if len(errs) > 3 {
 		errs = append(errs[:3], fmt.Errorf("and %d more errors", len(errs)-3))
 	}
