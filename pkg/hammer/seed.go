@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // SeedResult says what seeding found and did.
@@ -133,28 +134,29 @@ func (r *run) seedObjects(ctx context.Context) error {
 // object's label as the ledger's baseline.
 func (r *run) waitForCache(ctx context.Context) error {
 	start := time.Now()
-	deadline := start.Add(r.opts.SyncTimeout)
-	for {
-		missing, err := r.cacheMissing(ctx)
-		if err == nil && len(missing) == 0 {
+	var (
+		missing []string
+		lastErr error
+	)
+	// The lists use ctx, not the poll's: a list cut off by the sync timeout
+	// would hide what was still missing behind "context deadline exceeded".
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, r.opts.SyncTimeout, true, func(context.Context) (bool, error) {
+		missing, lastErr = r.cacheMissing(ctx)
+		if lastErr == nil && len(missing) == 0 {
 			r.seed.CacheSync = time.Since(start)
-			return nil
+			return true, nil
 		}
-		if r.death.dead() {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				return fmt.Errorf("waiting for the watch cache to show the seeded objects: %w", err)
-			}
-			return fmt.Errorf("the watch cache did not show %d seeded objects within %s (first: %s)", len(missing), r.opts.SyncTimeout, missing[0])
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		return r.death.dead(), nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case lastErr != nil:
+		return fmt.Errorf("waiting for the watch cache to show the seeded objects: %w", lastErr)
 	}
+	return fmt.Errorf("the watch cache did not show %d seeded objects within %s (first: %s)", len(missing), r.opts.SyncTimeout, missing[0])
 }
 
 func (r *run) cacheMissing(ctx context.Context) ([]string, error) {
