@@ -7,8 +7,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // CLI is a parsed hammer command line.
@@ -57,13 +59,11 @@ func ParseArgs(args []string, stderr io.Writer) (*CLI, error) {
 		fs.PrintDefaults()
 	}
 	var (
-		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, unless --server is given)")
-		kubectx    = fs.String("context", "", "kubeconfig context, e.g. shard-base for kcp's admin.kubeconfig (default: the current context)")
-		server     = fs.String("server", "", "server base URL, e.g. https://127.0.0.1:6443 (overrides the kubeconfig's; a /clusters/<name> suffix is dropped)")
-		token      = fs.String("token", "", "bearer token (with --server)")
-		caFile     = fs.String("certificate-authority", "", "CA file to trust (with --server)")
-		insecure   = fs.Bool("insecure-skip-tls-verify", false, "do not verify the server's certificate (with --server)")
-
+		rules     = clientcmd.NewDefaultClientConfigLoadingRules()
+		overrides = &clientcmd.ConfigOverrides{}
+	)
+	bindConnectionFlags(fs, rules, overrides)
+	var (
 		resources = fs.String("resources", "clusterroles,configmaps", "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1)")
 		clusters  = fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed and write in, comma-separated")
 		variants  = fs.String("lister-variants", "", "lister variants, cycled over the listers: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: a mix starting with kcp:0)")
@@ -119,11 +119,11 @@ func ParseArgs(args []string, stderr io.Writer) (*CLI, error) {
 	default:
 		errs = append(errs, fmt.Errorf("--progress: %q is not one of auto, always, never", *progress))
 	}
-	if *server == "" && (*token != "" || *caFile != "" || *insecure) && *kubeconfig == "" {
+	if overrides.ClusterInfo.Server == "" && (overrides.AuthInfo.Token != "" || overrides.ClusterInfo.CertificateAuthority != "" || overrides.ClusterInfo.InsecureSkipTLSVerify) && rules.ExplicitPath == "" {
 		errs = append(errs, errors.New("--token, --certificate-authority and --insecure-skip-tls-verify need --server"))
 	}
 	if len(errs) == 0 {
-		o.Config, err = restConfig(*kubeconfig, *kubectx, *server, *token, *caFile, *insecure)
+		o.Config, err = restConfig(rules, overrides)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -154,39 +154,44 @@ func splitList(s string) []string {
 	return out
 }
 
-// restConfig builds the connection from a kubeconfig (and context), or from
-// --server alone.
-func restConfig(kubeconfig, kubectx, server, token, caFile string, insecure bool) (*rest.Config, error) {
-	if server != "" && kubeconfig == "" {
-		cfg := &rest.Config{Host: server, BearerToken: token}
-		cfg.TLSClientConfig = rest.TLSClientConfig{Insecure: insecure, CAFile: caFile}
+// bindConnectionFlags adds clientcmd's kubectl-style connection flags
+// (--kubeconfig, --context, --server, --token, --certificate-authority,
+// --insecure-skip-tls-verify, --client-certificate, ...) to fs. --namespace
+// and --request-timeout are left out: the hammer's flags of those names mean
+// the seeded objects' namespace and the timeout of one of its requests.
+func bindConnectionFlags(fs *flag.FlagSet, rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides) {
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	names.ContextOverrideFlags.Namespace.LongName = ""
+	names.Timeout.LongName = ""
+	names.CurrentContext.Description = "kubeconfig context, e.g. shard-base for kcp's admin.kubeconfig (default: the current context)"
+	names.ClusterOverrideFlags.APIServer.Description = "server base URL, e.g. https://127.0.0.1:6443 (overrides the kubeconfig's; a /clusters/<name> suffix is dropped)"
+	pfs := pflag.NewFlagSet("hammer", pflag.ContinueOnError)
+	pfs.StringVar(&rules.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, unless --server is given)")
+	clientcmd.BindOverrideFlags(overrides, pfs, names)
+	// pflag values are flag.Values (bools included), so the hammer keeps one
+	// standard-library flag set.
+	pfs.VisitAll(func(f *pflag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
+}
+
+// restConfig builds the connection from a kubeconfig (and context) with the
+// flags' overrides, or from the flags alone when --server is given without
+// --kubeconfig.
+func restConfig(rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides) (*rest.Config, error) {
+	if overrides.ClusterInfo.Server != "" && rules.ExplicitPath == "" {
+		cfg, err := clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), overrides).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--server: %w", err)
+		}
 		return cfg, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: kubectx}
-	if server != "" {
-		overrides.ClusterInfo.Server = server
-	}
-	if token != "" {
-		overrides.AuthInfo.Token = token
-	}
-	if caFile != "" {
-		overrides.ClusterInfo.CertificateAuthority = caFile
-	}
-	if insecure {
-		overrides.ClusterInfo.InsecureSkipTLSVerify = true
 	}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
-		where := kubeconfig
+		where := rules.ExplicitPath
 		if where == "" {
 			where = "the default kubeconfig"
 		}
-		if kubectx != "" {
-			where += " context " + kubectx
+		if overrides.CurrentContext != "" {
+			where += " context " + overrides.CurrentContext
 		}
 		return nil, fmt.Errorf("--kubeconfig/--context: %s: %w", where, err)
 	}
