@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -139,12 +140,10 @@ func startRealCacheDecorated(tb testing.TB, opts *Options, decorate bool) *realC
 	}
 	tb.Cleanup(destroy)
 	// Until the cacher is ready the delegator serves reads from etcd.
-	deadline := time.Now().Add(30 * time.Second)
-	for rc.raw.ReadinessCheck() != nil {
-		if time.Now().After(deadline) {
-			tb.Fatalf("the watch cache is not ready after 30s: %v", rc.raw.ReadinessCheck())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return rc.raw.ReadinessCheck() == nil, nil
+	}); err != nil {
+		tb.Fatalf("the watch cache is not ready after 30s: %v", rc.raw.ReadinessCheck())
 	}
 	return rc
 }
