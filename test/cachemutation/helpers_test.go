@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -368,10 +369,11 @@ func findings(t *testing.T, s *fixture.Shard) []cm.Finding {
 // findingsTimeout passed, then settles and returns them all.
 func waitFindings(t *testing.T, s *fixture.Shard, n int) []cm.Finding {
 	t.Helper()
-	deadline := time.Now().Add(findingsTimeout)
-	for len(findings(t, s)) < n && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	// Running out of time is not an error here: the caller compares what
+	// was found with what it expected.
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, findingsTimeout, true, func(context.Context) (bool, error) {
+		return len(findings(t, s)) >= n, nil
+	})
 	time.Sleep(settle)
 	return findings(t, s)
 }
@@ -426,14 +428,10 @@ func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, na
 // be attributed to an earlier request that was still being torn down.
 func waitIdle(t *testing.T, s *fixture.Shard) {
 	t.Helper()
-	deadline := time.Now().Add(requestTimeout)
-	for {
-		if metric(t, s, "holding_requests", nil) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the shard still holds objects of finished requests after %s", requestTimeout)
-		}
-		time.Sleep(5 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, requestTimeout, true, func(context.Context) (bool, error) {
+		return metric(t, s, "holding_requests", nil) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the shard still holds objects of finished requests after %s", requestTimeout)
 	}
 }
