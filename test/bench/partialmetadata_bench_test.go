@@ -118,7 +118,7 @@ func newWildcardPartialListRequest() *http.Request {
 // one size with the 18 the hammer seeds (16 of its own, kcp.io/cluster, and
 // the label writers' bookkeeping), to show how the copy grows.
 var listCases = []struct{ items, annotations int }{
-	{100, 3}, {1000, 3}, {10000, 3}, {1000, 18},
+	{100, 3}, {1000, 3}, {10000, 3}, {1000, 18}, {10000, 18},
 }
 
 // BenchmarkWildcardPartialMetadataList serves a wildcard partial-metadata LIST
