@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -36,9 +37,6 @@ const (
 
 	// verifyInterval is the shards' periodic re-verification.
 	verifyInterval = 200 * time.Millisecond
-	// settle is how long a test waits for findings that should not come:
-	// the request's completion verification plus several periodic passes.
-	settle = 2 * time.Second
 	// findingsTimeout bounds the wait for findings that should come.
 	findingsTimeout = 30 * time.Second
 	// requestTimeout bounds every request (a watch: until its event).
@@ -364,15 +362,35 @@ func findings(t *testing.T, s *fixture.Shard) []cm.Finding {
 }
 
 // waitFindings waits until the shard reported at least n findings or
-// findingsTimeout passed, then settles and returns them all.
+// findingsTimeout passed, then returns them all once settled.
 func waitFindings(t *testing.T, s *fixture.Shard, n int) []cm.Finding {
 	t.Helper()
-	deadline := time.Now().Add(findingsTimeout)
-	for len(findings(t, s)) < n && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	// A timeout is not an error here: the caller asserts on what came.
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, findingsTimeout, true, func(context.Context) (bool, error) {
+		return len(findings(t, s)) >= n, nil
+	})
+	return settledFindings(t, s)
+}
+
+// settledFindings returns the findings once no more can come from the
+// requests sent so far: the detector holds no object of a finished request
+// (each was verified at its completion), and the shard's stderr shows as many
+// findings as the detector counted.
+func settledFindings(t *testing.T, s *fixture.Shard) []cm.Finding {
+	t.Helper()
+	var fs []cm.Finding
+	var holding, counted float64
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, findingsTimeout, true, func(context.Context) (bool, error) {
+		if holding = metric(t, s, "holding_requests", nil); holding != 0 {
+			return false, nil
+		}
+		fs, counted = findings(t, s), metric(t, s, "findings_total", nil)
+		return float64(len(fs)) == counted, nil
+	})
+	if err != nil {
+		t.Fatalf("the findings did not settle within %s: %v holding requests, %d findings on stderr, %v counted", findingsTimeout, holding, len(fs), counted)
 	}
-	time.Sleep(settle)
-	return findings(t, s)
+	return fs
 }
 
 // metric sums a detector metric on the shard.
@@ -425,14 +443,10 @@ func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, na
 // be attributed to an earlier request that was still being torn down.
 func waitIdle(t *testing.T, s *fixture.Shard) {
 	t.Helper()
-	deadline := time.Now().Add(requestTimeout)
-	for {
-		if metric(t, s, "holding_requests", nil) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the shard still holds objects of finished requests after %s", requestTimeout)
-		}
-		time.Sleep(5 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, requestTimeout, true, func(context.Context) (bool, error) {
+		return metric(t, s, "holding_requests", nil) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the shard still holds objects of finished requests after %s", requestTimeout)
 	}
 }
