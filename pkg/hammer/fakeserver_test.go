@@ -37,6 +37,10 @@ type fakeServer struct {
 	dropWrites bool
 	// noWildcardFull refuses full-object wildcard lists with 403.
 	noWildcardFull bool
+	// mixUpWatches models a watch cache that hands single-cluster partial
+	// watchers the serialization meant for wildcard ones: their events carry
+	// kcp.io/original-api-version.
+	mixUpWatches bool
 
 	requests atomic.Int64
 	died     atomic.Bool
@@ -370,7 +374,15 @@ func (f *fakeServer) watch(w http.ResponseWriter, p fakePath, accept string) {
 	f.mu.Lock()
 	var events [][]byte
 	for _, o := range f.matching(p, "") {
-		b, _ := json.Marshal(map[string]any{"type": "ADDED", "object": f.partialOf(o, p, mv)})
+		partial := f.partialOf(o, p, mv)
+		if f.mixUpWatches && p.cluster != "*" {
+			m := maps.Clone(partial["metadata"].(map[string]any))
+			ann := maps.Clone(m["annotations"].(map[string]any))
+			ann[OriginalAPIVersionAnnotation] = p.gv()
+			m["annotations"] = ann
+			partial["metadata"] = m
+		}
+		b, _ := json.Marshal(map[string]any{"type": "ADDED", "object": partial})
 		events = append(events, b)
 	}
 	f.mu.Unlock()

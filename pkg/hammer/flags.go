@@ -32,7 +32,11 @@ partial-metadata LISTs and WATCHes plus label writers, and checks that
       the served group/version,
   (b) afterwards no full-object LIST or GET (watch cache or etcd) shows
       kcp.io/original-api-version,
-  (c) every object's label equals its last successful write.
+  (c) every object's label equals its last successful write,
+  (d) with --mixed-watchers: wildcard and single-cluster partial-metadata
+      watches of the same resource, open at the same time, each get their own
+      answer (wildcard events carry the served group/version, single-cluster
+      events no kcp.io/original-api-version).
 Requests go to <server>/clusters/*/... and <server>/clusters/<name>/....
 
 Exit codes: 0 clean, 1 the hammer failed (setup, seeding), 2 usage,
@@ -83,6 +87,7 @@ func ParseArgs(args []string, stderr io.Writer) (*CLI, error) {
 	fs.IntVar(&o.Watchers, "watchers", d.Watchers, "concurrent wildcard partial-metadata watchers")
 	fs.DurationVar(&o.WatchWindow, "watch-window", d.WatchWindow, "how long each watch stays open")
 	fs.IntVar(&o.Writers, "writers", d.Writers, "concurrent label writers")
+	fs.IntVar(&o.MixedWatchers, "mixed-watchers", d.MixedWatchers, "groups of mixed watchers for check (d): each keeps a wildcard and a single-cluster partial-metadata watch of one resource open at once (meta.k8s.io v1 and v1beta1), window after window")
 	fs.DurationVar(&o.Duration, "duration", d.Duration, "bound of the load")
 	fs.Int64Var(&o.MaxRequests, "max-requests", d.MaxRequests, "request budget of the load (all workers)")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of one request")

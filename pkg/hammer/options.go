@@ -55,7 +55,11 @@ type Options struct {
 	Watchers       int             // concurrent partial-metadata watchers
 	WatchWindow    time.Duration   // how long one watch stays open before it is re-opened
 	Writers        int             // concurrent label writers
-	WriteMode      WriteMode
+	// MixedWatchers is how many groups of mixed watchers run check (d): each
+	// keeps a wildcard and a single-cluster partial-metadata watch of the same
+	// resource open at once, at meta.k8s.io v1 and v1beta1.
+	MixedWatchers int
+	WriteMode     WriteMode
 
 	Scope Scope // where listers and watchers go
 
@@ -152,8 +156,8 @@ func (o *Options) Validate() error {
 	if o.Prefix == "" || strings.ContainsAny(o.Prefix, "/?#") {
 		bad("prefix", "%q cannot prefix object names", o.Prefix)
 	}
-	if o.Listers < 0 || o.Watchers < 0 || o.Writers < 0 {
-		bad("listers/--watchers/--writers", "must not be negative")
+	if o.Listers < 0 || o.Watchers < 0 || o.Writers < 0 || o.MixedWatchers < 0 {
+		bad("listers/--watchers/--writers/--mixed-watchers", "must not be negative")
 	}
 	if o.PageSize <= 0 {
 		bad("page-size", "must be positive, got %d", o.PageSize)
@@ -192,7 +196,7 @@ func (o *Options) Validate() error {
 	if o.DeathThreshold <= 0 {
 		bad("death-threshold", "must be positive, got %d", o.DeathThreshold)
 	}
-	if !o.SequentialProbe && o.Listers+o.Watchers+o.Writers == 0 {
+	if !o.SequentialProbe && o.Listers+o.Watchers+o.Writers+o.MixedWatchers == 0 {
 		errs = append(errs, errors.New("nothing to do: no listers, watchers or writers"))
 	}
 	for _, v := range o.ListerVariants {

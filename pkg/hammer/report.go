@@ -28,10 +28,12 @@ type Report struct {
 	Clusters  []string `json:"clusters"`
 	Listers   []string `json:"listers,omitempty"` // variant of each lister
 	Watchers  int      `json:"watchers"`
-	Writers   int      `json:"writers"`
-	WriteMode string   `json:"writeMode,omitempty"`
-	Budget    int64    `json:"budget"`
-	Bound     string   `json:"bound"` // the load's duration bound
+	// MixedWatchers is the number of mixed-watcher groups (check (d)).
+	MixedWatchers int    `json:"mixedWatchers,omitempty"`
+	Writers       int    `json:"writers"`
+	WriteMode     string `json:"writeMode,omitempty"`
+	Budget        int64  `json:"budget"`
+	Bound         string `json:"bound"` // the load's duration bound
 
 	Started time.Time     `json:"started"`
 	Elapsed time.Duration `json:"elapsedNanos"` // whole run
@@ -60,6 +62,7 @@ type Report struct {
 	APIVersion CheckResult `json:"checkA"`
 	Pollution  CheckResult `json:"checkB"`
 	Lost       CheckResult `json:"checkC"`
+	Mixed      CheckResult `json:"checkD"`
 
 	Error    string `json:"error,omitempty"` // why the hammer could not do its job
 	Verdict  string `json:"verdict"`
@@ -78,7 +81,7 @@ func (r *Report) Server5xx() int64 {
 // Violations lists the checks that ran and failed.
 func (r *Report) Violations() []CheckResult {
 	var out []CheckResult
-	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost} {
+	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed} {
 		if c.Violated() {
 			out = append(out, c)
 		}
@@ -123,8 +126,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	if r.Mode == "load" {
-		fmt.Fprintf(&b, "  load: %d listers [%s], %d watchers, %d writers (%s); bound %s or %d requests\n",
-			len(r.Listers), strings.Join(r.Listers, " "), r.Watchers, r.Writers, r.WriteMode, r.Bound, r.Budget)
+		fmt.Fprintf(&b, "  load: %d listers [%s], %d watchers, %d mixed-watcher groups, %d writers (%s); bound %s or %d requests\n",
+			len(r.Listers), strings.Join(r.Listers, " "), r.Watchers, r.MixedWatchers, r.Writers, r.WriteMode, r.Bound, r.Budget)
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -149,7 +152,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		b.WriteString("server: alive\n")
 	}
-	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost} {
+	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed} {
 		writeCheck(&b, c)
 	}
 	if r.Error != "" {

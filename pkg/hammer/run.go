@@ -17,8 +17,10 @@ type run struct {
 	rec      *recorder
 	death    *deathWatch
 	apiCheck *apiVersionCheck
-	ledger   *ledger
-	objects  []seededObject
+	// mixedCheck is check (d), fed by the mixed watchers.
+	mixedCheck *mixedWatchCheck
+	ledger     *ledger
+	objects    []seededObject
 
 	mu      sync.Mutex // guards seed.Deleted
 	seed    SeedResult
@@ -46,7 +48,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	r := &run{opts: &opts, rec: newRecorder(), apiCheck: newAPIVersionCheck(), ledger: newLedger()}
+	r := &run{opts: &opts, rec: newRecorder(), apiCheck: newAPIVersionCheck(), mixedCheck: newMixedWatchCheck(), ledger: newLedger()}
 	r.objects = seededObjects(&opts)
 	r.death = newDeathWatch(opts.DeathThreshold, nil, cancel)
 	if r.c, err = newClient(cfg, r.rec, r.death, opts.RequestTimeout); err != nil {
@@ -56,7 +58,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 	rep := &Report{
 		Target: cfg.Host, Mode: "load", Scope: opts.Scope, Clusters: opts.Clusters,
-		Watchers: opts.Watchers, Writers: opts.Writers, WriteMode: string(opts.WriteMode),
+		Watchers: opts.Watchers, MixedWatchers: opts.MixedWatchers, Writers: opts.Writers, WriteMode: string(opts.WriteMode),
 		Budget: opts.MaxRequests, Bound: opts.Duration.String(), Started: time.Now(),
 	}
 	for _, res := range opts.Resources {
@@ -64,7 +66,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	if opts.SequentialProbe {
 		rep.Mode, rep.Scope = "probe", ScopeWildcard
-		rep.Watchers, rep.Writers, rep.WriteMode, rep.Budget, rep.Bound = 0, 0, "", int64(len(opts.Resources)), ""
+		rep.Watchers, rep.MixedWatchers, rep.Writers, rep.WriteMode, rep.Budget, rep.Bound = 0, 0, 0, "", int64(len(opts.Resources)), ""
 	} else {
 		for _, v := range variantsFor(opts.ListerVariants, opts.Listers) {
 			rep.Listers = append(rep.Listers, v.Name())
@@ -101,6 +103,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep.APIVersion = r.apiCheck.result()
 	if opts.Scope == ScopeCluster && !opts.SequentialProbe {
 		rep.APIVersion.Note = "not applicable: kcp annotates wildcard partial items only"
+	}
+	rep.Mixed = r.mixedCheck.result(opts.MixedWatchers)
+	if opts.SequentialProbe {
+		rep.Mixed.Note = "not run in a probe"
 	}
 	rep.Death = r.death.state()
 	if rep.Death.Died {
@@ -203,6 +209,9 @@ func (r *run) load(ctx context.Context) {
 			mv = "v1beta1"
 		}
 		wg.Go(func() { r.watcher(ctx, c, mv) })
+	}
+	for g := 0; g < r.opts.MixedWatchers; g++ {
+		wg.Go(func() { r.mixedWatchers(ctx, c, g) })
 	}
 	for w := 0; w < r.opts.Writers; w++ {
 		wg.Go(func() { r.writer(ctx, c, w, r.opts.Writers) })

@@ -328,3 +328,57 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("last progress line %q, want the load's 50 requests", last)
 	}
 }
+
+func TestMixedWatchersEachGetTheirOwnAnswer(t *testing.T) {
+	f := newFakeServer(t, nil)
+	o := smallOptions(f)
+	o.MixedWatchers = 1
+	rep := mustRun(t, o)
+
+	if rep.ExitCode != ExitClean {
+		t.Fatalf("verdict %q exit %d, want clean; error %q", rep.Verdict, rep.ExitCode, rep.Error)
+	}
+	if !rep.Mixed.Ran || rep.Mixed.Checked == 0 || rep.Mixed.Violations != 0 {
+		t.Errorf("check (d) = %+v, want ran, checked > 0, no violations", rep.Mixed)
+	}
+	for _, k := range []string{`wildcard: "rbac.authorization.k8s.io/v1"`, `single-cluster: <missing>`} {
+		if rep.Mixed.Values[k] == 0 {
+			t.Errorf("check (d) values = %v, want some %s", rep.Mixed.Values, k)
+		}
+	}
+	for _, name := range []string{"watch mixed v1 wildcard", "watch mixed v1beta1 wildcard", "watch mixed v1 single-cluster", "watch mixed v1beta1 single-cluster", "watch mixed list"} {
+		if op, ok := opByName(rep, name); !ok || op.OK == 0 {
+			t.Errorf("operation %q: %+v, want successful requests", name, op)
+		}
+	}
+	if n := rep.Mixed.SingleClusterAnnotated(); n != 0 {
+		t.Errorf("SingleClusterAnnotated = %d, want 0", n)
+	}
+}
+
+func TestMixedWatchersMixUp(t *testing.T) {
+	f := newFakeServer(t, func(f *fakeServer) { f.mixUpWatches = true })
+	o := smallOptions(f)
+	o.MixedWatchers = 1
+	rep := mustRun(t, o)
+
+	if rep.ExitCode != ExitViolated || !rep.Mixed.Violated() {
+		t.Fatalf("exit %d (%s), check (d) %+v: want check (d) violated, exit %d", rep.ExitCode, rep.Verdict, rep.Mixed, ExitViolated)
+	}
+	if n := rep.Mixed.SingleClusterAnnotated(); n == 0 || n != rep.Mixed.Violations {
+		t.Errorf("SingleClusterAnnotated = %d, violations %d: want every violation a single-cluster event with the annotation", n, rep.Mixed.Violations)
+	}
+	var text bytes.Buffer
+	_ = rep.WriteText(&text)
+	if !strings.Contains(text.String(), "check d: mixed watchers: VIOLATED by ") {
+		t.Errorf("the text report does not show check (d) violated:\n%s", text.String())
+	}
+}
+
+func TestMixedWatchersOffByDefault(t *testing.T) {
+	f := newFakeServer(t, nil)
+	rep := mustRun(t, smallOptions(f))
+	if rep.Mixed.Ran || rep.Mixed.Note != "no --mixed-watchers" {
+		t.Errorf("check (d) = %+v, want not run: no --mixed-watchers", rep.Mixed)
+	}
+}

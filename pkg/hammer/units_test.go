@@ -188,13 +188,13 @@ current-context: root
 		t.Fatal(err)
 	}
 	cli, err := ParseArgs([]string{"--kubeconfig", kc, "--context", "shard-base", "--clusters", "a,b,c", "--listers", "3",
-		"--lister-variants", "kcp:0,v1beta1:", "--duration", "7s", "--json", "--resources", "configmaps", "--scope", "cluster"}, io.Discard)
+		"--lister-variants", "kcp:0,v1beta1:", "--duration", "7s", "--json", "--resources", "configmaps", "--scope", "cluster", "--mixed-watchers", "2"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := cli.Options
 	if o.Config.Host != "https://127.0.0.1:6443" || o.Config.BearerToken != "secret" || !cli.JSON || o.Duration != 7*time.Second ||
-		len(o.Clusters) != 3 || len(o.ListerVariants) != 2 || o.Listers != 3 || len(o.Resources) != 1 || o.Scope != ScopeCluster {
+		len(o.Clusters) != 3 || len(o.ListerVariants) != 2 || o.Listers != 3 || len(o.Resources) != 1 || o.Scope != ScopeCluster || o.MixedWatchers != 2 {
 		t.Errorf("parsed %+v (host %s)", o, o.Config.Host)
 	}
 	if cli, err := ParseArgs([]string{"--server", "https://h:1/clusters/root", "--insecure-skip-tls-verify", "--sequential-probe"}, io.Discard); err != nil || !cli.Options.SequentialProbe || !cli.Options.Config.Insecure {
@@ -208,6 +208,7 @@ current-context: root
 		{[]string{"--server", "https://h", "--lister-variants", "v9:0"}, "--lister-variants"},
 		{[]string{"--server", "https://h", "--objects", "-1"}, "--objects"},
 		{[]string{"--server", "https://h", "--scope", "galaxy"}, "--scope"},
+		{[]string{"--server", "https://h", "--mixed-watchers", "-1"}, "--mixed-watchers"},
 		{[]string{"--server", "https://h", "--duration", "0s"}, "--duration"},
 		{[]string{"--kubeconfig", filepath.Join(dir, "missing")}, "--kubeconfig"},
 		{[]string{"--kubeconfig", kc, "--context", "nope"}, "nope"},

@@ -33,12 +33,22 @@ func (r *run) watcher(ctx context.Context, c *client, metaVersion string) {
 }
 
 func (r *run) watchOnce(ctx context.Context, c *client, metaVersion string, res Resource, cluster string) error {
-	op := "watch " + metaVersion
+	q := url.Values{}
+	q.Set("resourceVersion", "0")
+	return r.watchPartial(ctx, c, "watch "+metaVersion, metaVersion, res, cluster, q, func(m partialMeta) {
+		if cluster == "*" {
+			r.apiCheck.item("watch "+metaVersion, res, m)
+		}
+	})
+}
+
+// watchPartial opens one partial-metadata WATCH of res in cluster ("*" for
+// the wildcard) with the given query (resourceVersion), keeps it open for one
+// watch window and hands every ADDED, MODIFIED and DELETED object to onItem.
+func (r *run) watchPartial(ctx context.Context, c *client, op, metaVersion string, res Resource, cluster string, q url.Values, onItem func(partialMeta)) error {
 	path := res.collectionPath(cluster, "")
 	window := r.opts.WatchWindow
-	q := url.Values{}
 	q.Set("watch", "true")
-	q.Set("resourceVersion", "0")
 	q.Set("allowWatchBookmarks", "true")
 	q.Set("timeoutSeconds", strconv.Itoa(max(1, int(window.Round(time.Second)/time.Second))))
 	wctx, cancel := context.WithTimeout(ctx, window+c.timeout)
@@ -71,9 +81,7 @@ func (r *run) watchOnce(ctx context.Context, c *client, metaVersion string, res 
 			} else if it.Kind != "PartialObjectMetadata" || it.APIVersion != "meta.k8s.io/"+metaVersion {
 				streamErr = &ProtocolError{Path: path, Msg: fmt.Sprintf("asked for PartialObjectMetadata meta.k8s.io/%s, got %s %s", metaVersion, it.Kind, it.APIVersion)}
 			} else {
-				if cluster == "*" {
-					r.apiCheck.item(op, res, it.Metadata)
-				}
+				onItem(it.Metadata)
 				r.watchEvents.Add(1)
 				continue
 			}

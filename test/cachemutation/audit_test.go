@@ -32,8 +32,7 @@ func TestPristineAuditPaths(t *testing.T) {
 	// caused returns the findings after the case's requests, once every
 	// read was verified.
 	caused := func(t *testing.T, before int) []cm.Finding {
-		waitIdle(t, s)
-		return findings(t, s)[before:]
+		return settledFindings(t, s)[before:]
 	}
 
 	// asTable with includeObject=Object converts each item to the request's

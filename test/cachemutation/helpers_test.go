@@ -38,9 +38,6 @@ const (
 
 	// verifyInterval is the shards' periodic re-verification.
 	verifyInterval = 200 * time.Millisecond
-	// settle is how long a test waits for findings that should not come:
-	// the request's completion verification plus several periodic passes.
-	settle = 2 * time.Second
 	// findingsTimeout bounds the wait for findings that should come.
 	findingsTimeout = 30 * time.Second
 	// requestTimeout bounds every request (a watch: until its event).
@@ -366,16 +363,35 @@ func findings(t *testing.T, s *fixture.Shard) []cm.Finding {
 }
 
 // waitFindings waits until the shard reported at least n findings or
-// findingsTimeout passed, then settles and returns them all.
+// findingsTimeout passed, then returns them all once settled.
 func waitFindings(t *testing.T, s *fixture.Shard, n int) []cm.Finding {
 	t.Helper()
-	// Running out of time is not an error here: the caller compares what
-	// was found with what it expected.
+	// A timeout is not an error here: the caller asserts on what came.
 	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, findingsTimeout, true, func(context.Context) (bool, error) {
 		return len(findings(t, s)) >= n, nil
 	})
-	time.Sleep(settle)
-	return findings(t, s)
+	return settledFindings(t, s)
+}
+
+// settledFindings returns the findings once no more can come from the
+// requests sent so far: the detector holds no object of a finished request
+// (each was verified at its completion), and the shard's stderr shows as many
+// findings as the detector counted.
+func settledFindings(t *testing.T, s *fixture.Shard) []cm.Finding {
+	t.Helper()
+	var fs []cm.Finding
+	var holding, counted float64
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, findingsTimeout, true, func(context.Context) (bool, error) {
+		if holding = metric(t, s, "holding_requests", nil); holding != 0 {
+			return false, nil
+		}
+		fs, counted = findings(t, s), metric(t, s, "findings_total", nil)
+		return float64(len(fs)) == counted, nil
+	})
+	if err != nil {
+		t.Fatalf("the findings did not settle within %s: %v holding requests, %d findings on stderr, %v counted", findingsTimeout, holding, len(fs), counted)
+	}
+	return fs
 }
 
 // metric sums a detector metric on the shard.

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/hammer"
+	"github.com/kcp-carry/kcp-carry/test/fixture"
+)
+
+// mixedWatchOptions opens wildcard and single-cluster partial-metadata watches
+// of the same resource at once (check (d), meta.k8s.io v1 and v1beta1) while
+// writers change labels: no listers and no other watchers, so nothing but the
+// watch cache's per-event serializations is under test.
+func mixedWatchOptions(t *testing.T, s *fixture.Shard, groups, writers, objects int) hammer.Options {
+	o := hammer.DefaultOptions()
+	o.Config = s.RESTConfig()
+	o.Clusters = e2eClusters
+	o.Objects = objects
+	o.Listers, o.Watchers, o.MixedWatchers, o.Writers = 0, 0, groups, writers
+	o.WatchWindow = 2 * time.Second
+	o.Duration = 10 * time.Second
+	o.MaxRequests = maxRequests(t)
+	o.ServerExited = s.Done()
+	o.Logf = t.Logf
+	return o
+}
+
+// mixups counts the check (d) events only a shared serialization explains: a
+// single-cluster event carrying kcp.io/original-api-version, or a wildcard
+// event without it (the pristine fork writes "" there, never nothing).
+func mixups(c hammer.CheckResult) int64 {
+	return c.SingleClusterAnnotated() + c.Values["wildcard: <missing>"]
+}
+
+// TestPatchedShardMixedWatchers: with the carry, wildcard and single-cluster
+// partial-metadata watchers of the same resource, open at the same time over
+// the same cached events, each get their own answer, on a -race build.
+func TestPatchedShardMixedWatchers(t *testing.T) {
+	bin := shardBinary(t, fixture.Variant{Race: true})
+	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	rep := runHammer(t, mixedWatchOptions(t, s, 2, 2, 10))
+
+	if rep.Death.Died || s.Died() {
+		t.Fatalf("the patched shard died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
+	}
+	requireNoRace(t, s)
+	c := rep.Mixed
+	if !c.Ran || c.Checked == 0 {
+		t.Fatalf("check (d) did not run: %+v", c)
+	}
+	if c.Violations > 0 {
+		t.Errorf("check (d): %d of %d events wrong, e.g. %v (values %v)", c.Violations, c.Checked, c.Samples, c.Values)
+	}
+	for _, want := range []string{`wildcard: "rbac.authorization.k8s.io/v1"`, `wildcard: "v1"`, `single-cluster: <missing>`} {
+		if c.Values[want] == 0 {
+			t.Errorf("check (d) saw no event of %s: %v", want, c.Values)
+		}
+	}
+	for _, name := range []string{"watch mixed v1 wildcard", "watch mixed v1beta1 wildcard", "watch mixed v1 single-cluster", "watch mixed v1beta1 single-cluster"} {
+		if o := op(rep, name); o.OK == 0 {
+			t.Errorf("no successful %s: %+v", name, o)
+		}
+	}
+	if n := rep.Server5xx(); n > 0 {
+		t.Errorf("the patched shard answered %d requests with 5xx", n)
+	}
+	if rep.SuccessfulWrites == 0 {
+		t.Error("no write succeeded: the watches saw no MODIFIED events to share")
+	}
+	if rep.ExitCode != hammer.ExitClean {
+		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)
+	}
+}
+
+// TestPristineShardMixesUpWatchers is the positive control of
+// TestPatchedShardMixedWatchers: on the fork as kcp ships it, one wildcard
+// and one single-cluster watcher (per meta version) and one sequential writer
+// are enough for a watcher to receive the other's serialization. The load is
+// kept low so that the shard does not die of the concurrent map writes first
+// (the watches start from a fresh resourceVersion, so no watcher replays
+// the cache's shared objects); what must be detected is the mix-up itself.
+func TestPristineShardMixesUpWatchers(t *testing.T) {
+	bin := shardBinary(t, fixture.Variant{Pristine: true})
+	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	o := mixedWatchOptions(t, s, 1, 1, 5)
+	o.WriteMode = hammer.WritePatch
+	rep := runHammer(t, o)
+
+	if rep.Death.Died || s.Died() {
+		t.Fatalf("the pristine shard died %s into a low mixed-watch load, so the mix-up could not be observed: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
+	}
+	c := rep.Mixed
+	if !c.Ran || c.Checked == 0 {
+		t.Fatalf("check (d) did not run: %+v", c)
+	}
+	if mixups(c) == 0 {
+		t.Fatalf("no watcher received another's serialization on the pristine shard (%d events: %v): the positive control lost its teeth", c.Checked, c.Values)
+	}
+	if !c.Violated() || rep.ExitCode != hammer.ExitViolated {
+		t.Errorf("check (d) %+v, exit %d: want violated, exit %d", c, rep.ExitCode, hammer.ExitViolated)
+	}
+	t.Logf("pristine: %d of %d mixed-watch events carried another watcher's answer (%d single-cluster events with the annotation)",
+		mixups(c), c.Checked, c.SingleClusterAnnotated())
+}
