@@ -26,8 +26,10 @@ const (
 	// deathGrace is how long a shard the hammer saw die may take to exit.
 	deathGrace = 30 * time.Second
 	// pristineDeathBound is the least bound of the load that must kill the
-	// pristine shard.
-	pristineDeathBound = 30 * time.Second
+	// pristine shard. On a quiet machine it dies within seconds; with other
+	// live suites and kcp builds sharing 2 cores, 30 s was seen to pass
+	// without a death (55 req/s), so the bound leaves room for a busy CI.
+	pristineDeathBound = 90 * time.Second
 )
 
 func loadDuration(t *testing.T) time.Duration {
