@@ -2,6 +2,7 @@ package kcpbuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -43,7 +44,7 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	}
 	overlayDirs := moduleDirs(ov)
 
-	dl, err := modcache.Fetch(ctx, root, module.Version{Path: kcpModule, Version: kcpVersion})
+	dl, kcpSum, err := fetchKCPModule(ctx, root, module.Version{Path: kcpModule, Version: kcpVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -57,24 +58,29 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	}
 
 	dir := filepath.Join(root, ".build", "kcp-"+kcpVersion)
-	replaces, err := b.writeBuildModule(dir, rootMod, kcpVersion, overlayDirs)
+	replaces, err := b.writeBuildModule(dir, rootMod, kcpVersion, overlayDirs, kcpSum)
 	if err != nil {
 		return nil, err
 	}
-	// -mod=mod lets the go command add the go.sum lines of kcp's command
-	// closure; the generated module is ours to write.
+	// -mod=mod lets the go command complete the generated go.mod (it requires
+	// only kcp); go.sum is seeded from kcp's own, so no hash of kcp's
+	// closure comes from the checksum database.
 	run := runner{env: b.goEnv("off", "-mod=mod"), stderr: b.log}
 	pkgs := make([]string, len(b.opts.Commands))
 	for i, c := range b.opts.Commands {
 		pkgs[i] = path.Join(kcpModule, c)
 	}
 	b.logf("checking that kcp %s's import graph can be fetched", kcpVersion)
-	unfetchable, err := checkStagingModules(ctx, run, dir, dl.Dir, kcpMod, pinnedVersions(rootMod))
+	unfetchable, err := checkStagingModules(ctx, run, dir, dl.Dir, kcpMod, pinnedVersions(rootMod), b.opts.Replaces)
 	if err != nil {
 		return nil, err
 	}
 	if unfetchable == nil {
 		unfetchable, err = findUnfetchable(ctx, run, dir, pkgs, replaces)
+		var missing *MissingSumError
+		if errors.As(err, &missing) {
+			missing.KCPVersion = kcpVersion
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -113,9 +119,9 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 
 // writeBuildModule writes dir/go.mod (require kcp, Root's replaces with the
 // carried modules pointing at the overlay, plus --replace directories) and
-// seeds dir/go.sum with Root's. It returns the replacement -> required path
+// seeds dir/go.sum with Root's and kcp's own (kcpSum). It returns the replacement -> required path
 // map used to name an unfetchable module as kcp requires it.
-func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion string, overlayDirs map[string]string) (map[module.Version]string, error) {
+func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion string, overlayDirs map[string]string, kcpSum []byte) (map[module.Version]string, error) {
 	f := new(modfile.File)
 	if err := f.AddModuleStmt(buildModulePath); err != nil {
 		return nil, err
@@ -167,6 +173,7 @@ func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion
 	if err != nil {
 		return nil, err
 	}
+	sum = mergeLines(sum, kcpSum)
 	// Keep sums the go command added in earlier runs: they are for this kcp
 	// version only, and refetching them costs minutes on a cold cache.
 	if old, err := os.ReadFile(filepath.Join(dir, "go.sum")); err == nil {
