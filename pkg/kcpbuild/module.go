@@ -38,11 +38,24 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("%s: does not require %s", goModPath, kcpModule)
 	}
 
-	ov, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
+	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
 	if err != nil {
 		return nil, err
 	}
-	overlayDirs := moduleDirs(ov)
+	pins, err := overlay.PinsFromGoMod(goModPath, carried)
+	if err != nil {
+		return nil, err
+	}
+	var overlayDirs map[string]string
+	check := func(bin string) error { return checkPristineLinked(bin, pins) }
+	if !b.opts.Pristine {
+		ov, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
+		if err != nil {
+			return nil, err
+		}
+		overlayDirs = moduleDirs(ov)
+		check = func(bin string) error { return checkOverlayLinked(bin, overlayDirs) }
+	}
 
 	dl, kcpSum, err := fetchKCPModule(ctx, root, module.Version{Path: kcpModule, Version: kcpVersion})
 	if err != nil {
@@ -57,7 +70,7 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 
-	dir := filepath.Join(root, ".build", "kcp-"+kcpVersion)
+	dir := filepath.Join(root, ".build", "kcp-"+kcpVersion+b.opts.binarySuffix())
 	replaces, err := b.writeBuildModule(dir, rootMod, kcpVersion, overlayDirs, kcpSum)
 	if err != nil {
 		return nil, err
@@ -105,16 +118,17 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		TreeState:   "clean",
 		CarryID:     id,
 		BuildDate:   b.opts.Now,
+		Pristine:    b.opts.Pristine,
 	}
 	ldflags, err := v.LDFlags()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dl.GoMod, err)
 	}
-	bins, err := b.goBuild(ctx, run, dir, pkgs, ldflags, overlayDirs)
+	bins, err := b.goBuild(ctx, run, dir, pkgs, ldflags, check)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Mode: "module", KCPVersion: kcpVersion, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}, nil
+	return b.result("module", kcpVersion, v, bins, overlayDirs, pins), nil
 }
 
 // writeBuildModule writes dir/go.mod (require kcp, Root's replaces with the
@@ -183,6 +197,14 @@ func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion
 		return nil, err
 	}
 	return replaced, nil
+}
+
+func (b *builder) result(mode, kcpVersion string, v VersionInfo, bins []string, overlayDirs map[string]string, pins map[string]module.Version) *Result {
+	r := &Result{Mode: mode, KCPVersion: kcpVersion, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}
+	if b.opts.Pristine {
+		r.Pristine, r.Pins = true, pins
+	}
+	return r
 }
 
 func moduleDirs(r *overlay.Result) map[string]string {
