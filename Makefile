@@ -22,11 +22,24 @@ build: overlay
 	$(GO) build ./...
 	$(GO) build -o bin/ ./cmd/...
 
-# kcp's servers linked against the overlay, where kcp's module graph can be
-# fetched. Exit status 3 means "not on this machine" (the message says which
-# module is missing and how to supply it); `make` goes on without bin/kcp.
+# kcp's servers linked against the overlay. With KCP_SOURCE=<kcp tree> (a
+# checkout or the shared archive, extracted): bin/kcp (patched) and
+# bin/kcp-pristine (the positive control), cmd/kcp only, which is all the
+# real-kcp suite runs. Without it: the release go.mod requires, from the
+# module proxy; exit status 3 means "not on this machine" (the message says
+# which module is missing and how to supply it), and `make` goes on without
+# bin/kcp.
+KCP_SOURCE ?=
+export KCP_SOURCE
+ifneq ($(KCP_SOURCE),)
+kcp: overlay
+	@test -d "$(KCP_SOURCE)" || { echo "make: KCP_SOURCE=$(KCP_SOURCE) is not a directory" >&2; exit 1; }
+	$(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp
+	$(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp --pristine
+else
 kcp: overlay
 	$(CARRY) build || { rc=$$?; [ $$rc -eq 3 ] && echo "make: skipping bin/kcp (see above)"; [ $$rc -eq 3 ]; }
+endif
 
 # The carry's own tests: fail on the pristine fork, pass with the carry.
 verify: overlay
@@ -49,7 +62,10 @@ evidence: overlay
 	$(GO) build -o bin/evidence ./cmd/evidence
 	bin/evidence $(EVIDENCE_FLAGS)
 
-test: overlay
+# With KCP_SOURCE set, the real-kcp suite (test/e2e TestRealKCP*) runs
+# against bin/kcp and bin/kcp-pristine and fails if either is missing;
+# without it, those tests skip with a line naming KCP_SOURCE.
+test: overlay $(if $(KCP_SOURCE),kcp)
 	$(GO) vet ./...
 	$(GO) test $(GO_TEST_FLAGS) ./...
 
