@@ -6,7 +6,7 @@ GO ?= go
 CARRY := bin/carry
 GO_TEST_FLAGS ?= -timeout 40m
 
-.PHONY: all carry overlay build kcp verify test pins bench evidence clean
+.PHONY: all carry overlay build kcp verify test pins bench evidence soak clean
 
 all: build kcp
 
@@ -57,10 +57,22 @@ bench: overlay
 # pristine and the patched test shard, one at a time, into evidence/
 # (duel.json, lists-per-second.svg, README.md quoting evidence/benchstat.txt).
 # EVIDENCE_FLAGS passes flags, e.g. EVIDENCE_FLAGS='--note "Shared machine."'.
+# With KCP_SOURCE, it adds the real-kcp section: the duel on bin/kcp-pristine
+# and bin/kcp, and one client's LIST ratio in alternating rounds
+# (bin/evidence --help: --kcp-objects, --kcp-workspaces, --kcp-annotations).
 EVIDENCE_FLAGS ?=
-evidence: overlay
+EVIDENCE_KCP_FLAGS = $(if $(KCP_SOURCE),--kcp-patched bin/kcp --kcp-pristine bin/kcp-pristine)
+evidence: overlay $(if $(KCP_SOURCE),kcp)
 	$(GO) build -o bin/evidence ./cmd/evidence
-	bin/evidence $(EVIDENCE_FLAGS)
+	bin/evidence $(EVIDENCE_KCP_FLAGS) $(EVIDENCE_FLAGS)
+
+# A patched kcp under the duel load for SOAK_DURATION (not in CI): RSS and
+# goroutines at the start and the end, requests, errors, checks. Needs bin/kcp
+# (KCP_SOURCE=... builds it).
+SOAK_DURATION ?= 10m
+soak: overlay $(if $(KCP_SOURCE),kcp)
+	$(GO) build -o bin/soak ./cmd/soak
+	bin/soak --kcp bin/kcp --duration $(SOAK_DURATION)
 
 # With KCP_SOURCE set, the real-kcp suite (test/e2e TestRealKCP*) runs
 # against bin/kcp and bin/kcp-pristine and fails if either is missing;

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -30,8 +28,6 @@ const EnvKCPSource = "KCP_SOURCE"
 // The workspaces the real-kcp tests create under root through kcp's
 // Workspace API; with root they are the three logical clusters of the load.
 var kcpWorkspaces = []string{"e2e-a", "e2e-b"}
-
-var workspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
 // kcpBinary returns the kcp binary of a variant ("patched": bin/kcp,
 // "pristine": bin/kcp-pristine; KCP_BINARY overrides either) and checks,
@@ -94,45 +90,16 @@ func startKCP(t *testing.T, bin, rootDir string) *kcpserver.Server {
 
 // createWorkspaces creates the workspaces under root through tenancy.kcp.io,
 // waits until each is Ready, and returns root plus their logical cluster
-// names (what kcp.io/cluster says on their objects).
+// names.
 func createWorkspaces(t *testing.T, s *kcpserver.Server) []string {
 	t.Helper()
-	dc, err := dynamic.NewForConfig(s.ClusterConfig("root"))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	clusters, err := s.CreateWorkspaces(ctx, kcpWorkspaces)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	ws := dc.Resource(workspacesGVR)
-	for _, name := range kcpWorkspaces {
-		obj := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "tenancy.kcp.io/v1alpha1",
-			"kind":       "Workspace",
-			"metadata":   map[string]any{"name": name},
-		}}
-		if _, err := ws.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating workspace root:%s: %v", name, err)
-		}
-	}
-	clusters := []string{"root"}
-	for _, name := range kcpWorkspaces {
-		for {
-			obj, err := ws.Get(ctx, name, metav1.GetOptions{})
-			if err == nil {
-				phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
-				cluster, _, _ := unstructured.NestedString(obj.Object, "spec", "cluster")
-				if phase == "Ready" && cluster != "" {
-					clusters = append(clusters, cluster)
-					break
-				}
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("workspace root:%s not Ready: %v (last error %v)", name, ctx.Err(), err)
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}
+	clusters = append([]string{"root"}, clusters...)
 	t.Logf("logical clusters: %s (root, root:%s)", strings.Join(clusters, ", "), strings.Join(kcpWorkspaces, ", root:"))
 	return clusters
 }
