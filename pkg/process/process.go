@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -69,6 +70,10 @@ func Start(opts Options) (*Process, error) {
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
+	}
+	// A relative path would be resolved against Dir by exec.
+	if abs, err := filepath.Abs(opts.Path); err == nil {
+		opts.Path = abs
 	}
 	p := &Process{opts: opts, done: make(chan struct{})}
 	started := make(chan error, 1)
