@@ -12,14 +12,20 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
+// WorkspaceReadyTimeout bounds CreateWorkspaces.
+const WorkspaceReadyTimeout = 3 * time.Minute
+
 // WorkspacesGVR is kcp's Workspace API.
 var WorkspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
 // CreateWorkspaces creates workspaces under root through kcp's Workspace API
 // (tenancy.kcp.io, the default type), waits until each is Ready, and returns
 // their logical cluster names (what kcp.io/cluster says on their objects), in
-// the order of names. Existing workspaces are reused.
+// the order of names. Existing workspaces are reused. It gives up after
+// WorkspaceReadyTimeout.
 func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, WorkspaceReadyTimeout)
+	defer cancel()
 	dc, err := dynamic.NewForConfig(s.ClusterConfig("root"))
 	if err != nil {
 		return nil, err
@@ -37,10 +43,11 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 	}
 	var clusters []string
 	for _, name := range names {
+		var phase string
 		for {
 			obj, err := ws.Get(ctx, name, metav1.GetOptions{})
 			if err == nil {
-				phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+				phase, _, _ = unstructured.NestedString(obj.Object, "status", "phase")
 				cluster, _, _ := unstructured.NestedString(obj.Object, "spec", "cluster")
 				if phase == "Ready" && cluster != "" {
 					clusters = append(clusters, cluster)
@@ -49,7 +56,7 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 			}
 			select {
 			case <-ctx.Done():
-				return nil, fmt.Errorf("workspace root:%s not Ready: %w (last error: %v)", name, ctx.Err(), err)
+				return nil, fmt.Errorf("workspace root:%s not Ready (phase %q): %w (last error: %v)", name, phase, ctx.Err(), err)
 			case <-s.Done():
 				return nil, fmt.Errorf("kcp exited while workspace root:%s was being created", name)
 			case <-time.After(500 * time.Millisecond):
