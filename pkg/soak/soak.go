@@ -206,4 +206,3 @@ func (r *Result) WriteText(w io.Writer) error {
 }
 
 func mib(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
-
