@@ -6,7 +6,7 @@ GO ?= go
 CARRY := bin/carry
 GO_TEST_FLAGS ?= -timeout 40m
 
-.PHONY: all carry overlay build kcp image verify test pins bench evidence clean
+.PHONY: all carry overlay build kcp image verify test pins bench evidence soak clean
 
 all: build kcp
 
@@ -22,11 +22,24 @@ build: overlay
 	$(GO) build ./...
 	$(GO) build -o bin/ ./cmd/...
 
-# kcp's servers linked against the overlay, where kcp's module graph can be
-# fetched. Exit status 3 means "not on this machine" (the message says which
-# module is missing and how to supply it); `make` goes on without bin/kcp.
+# kcp's servers linked against the overlay. With KCP_SOURCE=<kcp tree> (a
+# checkout or the shared archive, extracted): bin/kcp (patched) and
+# bin/kcp-pristine (the positive control), cmd/kcp only, which is all the
+# real-kcp suite runs. Without it: the release go.mod requires, from the
+# module proxy; exit status 3 means "not on this machine" (the message says
+# which module is missing and how to supply it), and `make` goes on without
+# bin/kcp.
+KCP_SOURCE ?=
+export KCP_SOURCE
+ifneq ($(KCP_SOURCE),)
+kcp: overlay
+	@test -d "$(KCP_SOURCE)" || { echo "make: KCP_SOURCE=$(KCP_SOURCE) is not a directory" >&2; exit 1; }
+	$(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp
+	$(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp --pristine
+else
 kcp: overlay
 	$(CARRY) build || { rc=$$?; [ $$rc -eq 3 ] && echo "make: skipping bin/kcp (see above)"; [ $$rc -eq 3 ]; }
+endif
 
 # kcp's release image with the carry's binaries (cross-compiled per platform,
 # no Docker daemon). BASE (default ghcr.io/kcp-dev/kcp:<kcp version>, or
@@ -37,7 +50,6 @@ BASE ?=
 PLATFORMS ?=
 PUSH ?=
 OUT ?= $(if $(PUSH),,bin/kcp-image)
-KCP_SOURCE ?=
 image: overlay
 	$(CARRY) image $(if $(BASE),--base $(BASE)) $(if $(PLATFORMS),--platform $(PLATFORMS)) \
 		$(if $(PUSH),--push $(PUSH)) $(if $(OUT),--out $(OUT)) $(if $(KCP_SOURCE),--kcp-source $(KCP_SOURCE))
@@ -59,12 +71,27 @@ bench: overlay
 # pristine and the patched test shard, one at a time, into evidence/
 # (duel.json, lists-per-second.svg, README.md quoting evidence/benchstat.txt).
 # EVIDENCE_FLAGS passes flags, e.g. EVIDENCE_FLAGS='--note "Shared machine."'.
+# With KCP_SOURCE, it adds the real-kcp section: the duel on bin/kcp-pristine
+# and bin/kcp, and one client's LIST ratio in alternating rounds
+# (bin/evidence --help: --kcp-objects, --kcp-workspaces, --kcp-annotations).
 EVIDENCE_FLAGS ?=
-evidence: overlay
+EVIDENCE_KCP_FLAGS = $(if $(KCP_SOURCE),--kcp-patched bin/kcp --kcp-pristine bin/kcp-pristine)
+evidence: overlay $(if $(KCP_SOURCE),kcp)
 	$(GO) build -o bin/evidence ./cmd/evidence
-	bin/evidence $(EVIDENCE_FLAGS)
+	bin/evidence $(EVIDENCE_KCP_FLAGS) $(EVIDENCE_FLAGS)
 
-test: overlay
+# A patched kcp under the duel load for SOAK_DURATION (not in CI): RSS and
+# goroutines at the start and the end, requests, errors, checks. Needs bin/kcp
+# (KCP_SOURCE=... builds it).
+SOAK_DURATION ?= 10m
+soak: overlay $(if $(KCP_SOURCE),kcp)
+	$(GO) build -o bin/soak ./cmd/soak
+	bin/soak --kcp bin/kcp --duration $(SOAK_DURATION)
+
+# With KCP_SOURCE set, the real-kcp suite (test/e2e TestRealKCP*) runs
+# against bin/kcp and bin/kcp-pristine and fails if either is missing;
+# without it, those tests skip with a line naming KCP_SOURCE.
+test: overlay $(if $(KCP_SOURCE),kcp)
 	$(GO) vet ./...
 	$(GO) test $(GO_TEST_FLAGS) ./...
 

@@ -68,6 +68,14 @@ func run() int {
 	}
 	start := time.Now()
 	rep, err := evidence.Run(ctx, o)
+	if err == nil && cli.KCP != nil {
+		k := *cli.KCP
+		k.Logf, k.HammerLogf = o.Logf, o.HammerLogf
+		rep.RealKCP, err = evidence.RunKCP(ctx, o, k)
+		if err == nil {
+			err = rep.Check()
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
 		return 1

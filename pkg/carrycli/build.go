@@ -42,9 +42,11 @@ func (c *cmdFlags) String() string     { return strings.Join(*c, ",") }
 func (c *cmdFlags) Set(v string) error { *c = append(*c, v); return nil }
 
 func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("build", "build [--kcp-source DIR] [--cmd cmd/kcp ...] [--replace MODULE=DIR ...] [--out DIR] [--json] [--root DIR]", stderr)
+	fs := newFlagSet("build", "build [--kcp-source DIR [--kcp-version V]] [--pristine] [--cmd cmd/kcp ...] [--replace MODULE=DIR ...] [--out DIR] [--json] [--root DIR]", stderr)
 	source := fs.String("kcp-source", "", "build this kcp git checkout (source mode) instead of the kcp release go.mod requires (module mode)")
 	out := fs.String("out", "", "directory for the binaries (default ROOT/bin)")
+	pristine := fs.Bool("pristine", false, "build the same kcp without the carry (the fork at its pin), as <command>-pristine: the positive control")
+	kcpVersion := fs.String("kcp-version", "", "kcp version to stamp into a source-mode build of a tree without git metadata (default: ROOT/go.mod's kcp when the tree pins the same fork)")
 	replaces := replaceFlags{}
 	fs.Var(replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
 	var cmds cmdFlags
@@ -57,12 +59,14 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, "build", err)
 	}
 	res, err := kcpbuild.Build(ctx, kcpbuild.Options{
-		Root:      root,
-		KCPSource: *source,
-		Commands:  cmds,
-		Replaces:  replaces,
-		OutDir:    *out,
-		Progress:  stderr,
+		Root:       root,
+		KCPSource:  *source,
+		Commands:   cmds,
+		Replaces:   replaces,
+		OutDir:     *out,
+		Progress:   stderr,
+		Pristine:   *pristine,
+		KCPVersion: *kcpVersion,
 	})
 	var unfetchable *kcpbuild.UnfetchableError
 	if errors.As(err, &unfetchable) {

@@ -49,6 +49,8 @@ type Report struct {
 	Duel         Duel         `json:"duel"`
 	SingleLister SingleLister `json:"singleLister"`
 	Scaling      Scaling      `json:"scaling"`
+	// RealKCP is the comparison on kcp itself, when a kcp source was given.
+	RealKCP *RealKCP `json:"realKCP,omitempty"`
 
 	// Notes are what a reader must know to trust the numbers: anomalies
 	// (the pristine shard survived the duel, the patched one answered 5xx)
@@ -341,6 +343,9 @@ func (r *Report) Check() error {
 	}
 	if want := Ratio(sl.Patched, sl.Pristine); !near(sl.Ratio, want) {
 		return fmt.Errorf("singleLister.ratio %.4f, but the totals give %.4f", sl.Ratio, want)
+	}
+	if r.RealKCP != nil {
+		return r.RealKCP.check()
 	}
 	return nil
 }

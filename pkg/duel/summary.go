@@ -15,12 +15,16 @@ const (
 	patchedName  = "with the carry"
 )
 
-// Summary is the measurements as markdown: when and where, then Tables.
-// PR.md shows it.
+// Summary is the measurements as markdown: when and where, then Tables and
+// the real-kcp section. PR.md shows it.
 func (r *Report) Summary() string {
 	var b strings.Builder
 	r.writeSetupLine(&b)
 	b.WriteString(r.Tables())
+	if r.RealKCP != nil {
+		b.WriteString("\n")
+		b.WriteString(r.RealKCP.Markdown())
+	}
 	return b.String()
 }
 

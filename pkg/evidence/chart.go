@@ -37,7 +37,16 @@ const minSpan = 250 * time.Millisecond
 // step line per shard, as SVG. The pristine line ends where its shard died,
 // marked with a cross.
 func WriteChart(w io.Writer, rep *duel.Report) error {
-	p, err := newChart(rep)
+	return writeDuelChart(w, rep.Duel, "pristine fork", "with the carry", "")
+}
+
+// WriteKCPChart is WriteChart for the duel on real kcp.
+func WriteKCPChart(w io.Writer, k *duel.RealKCP) error {
+	return writeDuelChart(w, k.Duel, "stock kcp v0.32.3", "kcp v0.32.3 with the carry", " on real kcp")
+}
+
+func writeDuelChart(w io.Writer, d duel.Duel, pristineName, patchedName, where string) error {
+	p, err := newChart(d, pristineName, patchedName, where)
 	if err != nil {
 		return err
 	}
@@ -48,19 +57,19 @@ func WriteChart(w io.Writer, rep *duel.Report) error {
 }
 
 // newChart is the duel's chart, for any backend.
-func newChart(rep *duel.Report) (*plot.Plot, error) {
-	pristine, patched := chartPoints(rep.Duel.Pristine), chartPoints(rep.Duel.Patched)
+func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot, error) {
+	pristine, patched := chartPoints(d.Pristine), chartPoints(d.Patched)
 	if len(pristine) == 0 && len(patched) == 0 {
 		return nil, errors.New("the duel has no timeline to chart")
 	}
 	p := plot.New()
-	p.Title.Text = "Wildcard partial-metadata LISTs per second under the same load\n" + plainLoad(rep.Duel.Load)
+	p.Title.Text = "Wildcard partial-metadata LISTs per second under the same load" + where + "\n" + plainLoad(d.Load)
 	p.X.Label.Text = "seconds since the load started"
 	p.Y.Label.Text = "successful LIST requests per second"
 	p.Add(plotter.NewGrid())
 
 	top := 0.0
-	xmax := rep.Duel.Load.Bound.Seconds()
+	xmax := d.Load.Bound.Seconds()
 	for _, pts := range []plotter.XYs{pristine, patched} {
 		for _, pt := range pts {
 			top = max(top, pt.Y)
@@ -78,8 +87,8 @@ func newChart(rep *duel.Report) (*plot.Plot, error) {
 		color color.Color
 		run   duel.Run
 	}{
-		{pristine, "pristine fork", PristineColor, rep.Duel.Pristine},
-		{patched, "with the carry", PatchedColor, rep.Duel.Patched},
+		{pristine, pristineName, PristineColor, d.Pristine},
+		{patched, patchedName, PatchedColor, d.Patched},
 	} {
 		if len(s.pts) == 0 {
 			continue

@@ -20,6 +20,9 @@ type CLI struct {
 	Verbose bool
 	// RenderOnly re-renders the report from Out/duel.json, measuring nothing.
 	RenderOnly bool
+	// KCP, when --kcp-patched and --kcp-pristine are given, adds the
+	// measurements on real kcp.
+	KCP *KCPOptions
 }
 
 // ErrHelp is returned by ParseArgs for -h/--help (usage was printed).
@@ -70,6 +73,15 @@ func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
 	clusters := fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed, comma-separated")
 	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
 	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
+	k := KCPOptions{Ratio: DefaultRatioOptions()}
+	fs.StringVar(&k.PatchedBinary, "kcp-patched", "", "real kcp: the kcp built with the carry (bin/kcp); with --kcp-pristine adds the real-kcp section")
+	fs.StringVar(&k.PristineBinary, "kcp-pristine", "", "real kcp: the same kcp built without it (bin/kcp-pristine)")
+	fs.IntVar(&k.Ratio.Objects, "kcp-objects", k.Ratio.Objects, "real kcp, single client: ClusterRoles in all, spread over the workspaces")
+	fs.IntVar(&k.Ratio.Workspaces, "kcp-workspaces", k.Ratio.Workspaces, "real kcp, single client: logical clusters holding them (root and N-1 workspaces)")
+	fs.IntVar(&k.Ratio.Annotations, "kcp-annotations", k.Ratio.Annotations, "real kcp, single client: extra annotations per ClusterRole")
+	fs.IntVar(&k.Ratio.Rounds, "kcp-rounds", k.Ratio.Rounds, "real kcp, single client: rounds, alternating which kcp goes first")
+	fs.DurationVar(&k.Ratio.Duration, "kcp-duration", k.Ratio.Duration, "real kcp, single client: bound of each run (partial and full LISTs each)")
+	kcpLister := fs.String("kcp-lister", k.Ratio.Lister.Name(), "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
 	fs.BoolVar(&cli.Verbose, "v", false, "log the hammer's phases")
 	fs.BoolVar(&cli.RenderOnly, "render-only", false, "measure nothing: render the chart and README.md again from DIR/duel.json (e.g. to quote a new benchstat.txt)")
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +108,20 @@ func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
 		errs = append(errs, fmt.Errorf("--step-lister: %w", err))
 	}
 	o.StepVariant = v
+	if k.PatchedBinary != "" || k.PristineBinary != "" {
+		if k.PatchedBinary == "" || k.PristineBinary == "" {
+			errs = append(errs, errors.New("--kcp-patched and --kcp-pristine go together"))
+		}
+		kv, err := hammer.ParseListerVariant(*kcpLister)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--kcp-lister: %w", err))
+		}
+		k.Ratio.Lister = kv
+		if err := k.Ratio.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		cli.KCP = &k
+	}
 	o.Clusters = nil
 	for _, c := range strings.Split(*clusters, ",") {
 		if c = strings.TrimSpace(c); c != "" {

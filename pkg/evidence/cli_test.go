@@ -56,10 +56,24 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--out", ""}, "--out: empty"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--kcp-patched", "bin/kcp"}, "--kcp-patched and --kcp-pristine go together"},
+		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-rounds", "0"}, "--kcp-rounds: must be in [1, 50]"},
+		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-lister", "kcp:0"}, "--kcp-lister: want a plain v1 or v1beta1 lister"},
+		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-workspaces", "0"}, "--kcp-workspaces: must be in [1, 20]"},
 	} {
 		if _, err := ParseArgs(tc.args, root, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+	if cli.KCP != nil {
+		t.Error("a real-kcp section without --kcp-patched")
+	}
+	cli, err = ParseArgs([]string{"--kcp-patched", "bin/kcp", "--kcp-pristine", "bin/kcp-pristine", "--kcp-objects", "10000", "--kcp-workspaces", "3", "--kcp-annotations", "18", "--kcp-rounds", "6", "--kcp-lister", "v1beta1:"}, root, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cli.KCP.Ratio; cli.KCP.PatchedBinary != "bin/kcp" || cli.KCP.PristineBinary != "bin/kcp-pristine" || r.Objects != 10000 || r.Workspaces != 3 || r.Annotations != 18 || r.Rounds != 6 || r.Lister.Name() != "v1beta1:" {
+		t.Errorf("real kcp options %+v", cli.KCP)
 	}
 	if _, err := ParseArgs([]string{"--help"}, root, io.Discard); err != ErrHelp {
 		t.Errorf("--help: %v", err)

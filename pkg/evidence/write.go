@@ -18,6 +18,7 @@ import (
 const (
 	DuelFile      = "duel.json"
 	ChartFile     = "lists-per-second.svg"
+	KCPChartFile  = "kcp-lists-per-second.svg"
 	ReadmeFile    = "README.md"
 	BenchstatFile = "benchstat.txt"
 )
@@ -59,6 +60,16 @@ func Write(dir string, rep *duel.Report) error {
 		{ChartFile, chart.Bytes()},
 		{DuelFile, data},
 		{ReadmeFile, README(rep, string(bench))},
+	}
+	if rep.RealKCP != nil {
+		var kcpChart bytes.Buffer
+		if err := WriteKCPChart(&kcpChart, rep.RealKCP); err != nil {
+			return fmt.Errorf("the real-kcp chart: %w", err)
+		}
+		files = append(files, struct {
+			name string
+			data []byte
+		}{KCPChartFile, kcpChart.Bytes()})
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(tmp, f.name), f.data, 0o644); err != nil {
@@ -114,6 +125,20 @@ func README(rep *duel.Report, bench string) []byte {
 	b.WriteString("## Results\n\n")
 	b.WriteString("LIST/s counts successful LIST requests (a page of a paged LIST is one) per second the shard was alive; time to death runs from the start of the load to the first failed request of the streak that ended with the process gone.\n\n")
 	b.WriteString(strings.TrimLeft(rep.Tables(), "\n"))
+
+	if k := rep.RealKCP; k != nil {
+		b.WriteString("\n## On real kcp\n\n")
+		b.WriteString("kcp v0.32.3 itself, built twice from the same source tree with the same ldflags: ")
+		for i, bin := range k.Binaries {
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s `%s` (`%s`)", bin.Variant, bin.Binary, bin.Build)
+		}
+		b.WriteString(". Each runs `kcp start --batteries-included=admin` on 127.0.0.1 with a fresh root directory; the workspaces are created through kcp's Workspace API, and the hammer talks to kcp as the shard admin.\n\n")
+		b.WriteString("![Successful wildcard partial-metadata LISTs per second on real kcp, stock against the carry, under the same load](" + KCPChartFile + ")\n\n")
+		b.WriteString(k.Markdown())
+	}
 
 	b.WriteString("\n## Cost benchmarks\n\n")
 	if strings.TrimSpace(bench) == "" {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
@@ -54,6 +55,15 @@ type Options struct {
 	Progress io.Writer
 	// Now is the build date stamped in; zero means time.Now.
 	Now time.Time
+	// Pristine builds the same kcp with the same ldflags but without the
+	// carry: the carried modules stay at the fork pin. The binaries are named
+	// <command>-pristine and their version ends in -pristine; their build
+	// info must show the pinned fork, not an overlay directory.
+	Pristine bool
+	// KCPVersion is the kcp version stamped into a source-mode build of a
+	// tree without git metadata (an archive). Empty takes it from Root's
+	// go.mod when the tree pins the same fork.
+	KCPVersion string
 }
 
 // Result says what was built.
@@ -63,6 +73,19 @@ type Result struct {
 	GitVersion string            `json:"gitVersion"`
 	Binaries   []string          `json:"binaries"`
 	Overlay    map[string]string `json:"overlay"` // carried module -> directory the binaries were linked from
+	// Pristine is set for a --pristine build; Overlay is empty then and
+	// Pins names the fork versions the binaries were checked to link.
+	Pristine bool                      `json:"pristine,omitempty"`
+	Pins     map[string]module.Version `json:"pins,omitempty"`
+}
+
+// binarySuffix is appended to each binary's name: a pristine build sits next
+// to the patched one in the same directory.
+func (o Options) binarySuffix() string {
+	if o.Pristine {
+		return "-pristine"
+	}
+	return ""
 }
 
 // Build links the kcp servers with the carry applied.
@@ -179,7 +202,7 @@ func carryID(patchesDir string) (string, error) {
 // goBuild builds the commands of the kcp module into a temporary directory and
 // moves them into OutDir only when all of them linked and show the overlay,
 // so a failed build leaves the previous binaries in place.
-func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []string, ldflags string, overlayDirs map[string]string) ([]string, error) {
+func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []string, ldflags string, check func(binary string) error) ([]string, error) {
 	if err := os.MkdirAll(b.opts.OutDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -202,13 +225,13 @@ func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []st
 		return nil, fmt.Errorf("go build produced %d binaries for %d packages", len(entries), len(pkgs))
 	}
 	for _, e := range entries {
-		if err := checkOverlayLinked(filepath.Join(tmp, e.Name()), overlayDirs); err != nil {
+		if err := check(filepath.Join(tmp, e.Name())); err != nil {
 			return nil, err
 		}
 	}
 	var out []string
 	for _, e := range entries {
-		dst := filepath.Join(b.opts.OutDir, e.Name())
+		dst := filepath.Join(b.opts.OutDir, e.Name()+b.opts.binarySuffix())
 		if err := os.Rename(filepath.Join(tmp, e.Name()), dst); err != nil {
 			return nil, err
 		}
@@ -239,6 +262,51 @@ func checkOverlayLinked(binary string, overlayDirs map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// checkPristineLinked makes sure each carried module the binary links comes
+// from its fork pin (a module version), never from a directory: proof that
+// no overlay went into a pristine build.
+func checkPristineLinked(binary string, pins map[string]module.Version) error {
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("reading build info of %s: %w", binary, err)
+	}
+	for mod, pin := range pins {
+		dep := findDep(info, mod)
+		if dep == nil {
+			continue
+		}
+		if dep.Replace == nil || dep.Replace.Path != pin.Path || dep.Replace.Version != pin.Version {
+			got := "no replacement"
+			if dep.Replace != nil {
+				got = strings.TrimSuffix(dep.Replace.Path+"@"+dep.Replace.Version, "@")
+			}
+			return fmt.Errorf("%s links %s from %s, not from the pristine fork %s@%s", binary, mod, got, pin.Path, pin.Version)
+		}
+	}
+	return nil
+}
+
+// Variant says whether a kcp binary links the carry: "patched" when a carried
+// module is replaced by a directory (the overlay), "pristine" when it comes
+// from a module version, and an error when the binary links none of mods.
+func Variant(binary string, mods []string) (string, error) {
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return "", fmt.Errorf("reading build info of %s: %w", binary, err)
+	}
+	for _, mod := range mods {
+		dep := findDep(info, mod)
+		if dep == nil {
+			continue
+		}
+		if dep.Replace != nil && modfile.IsDirectoryPath(dep.Replace.Path) {
+			return "patched", nil
+		}
+		return "pristine", nil
+	}
+	return "", fmt.Errorf("%s links none of %s", binary, strings.Join(mods, ", "))
 }
 
 func findDep(info *buildinfo.BuildInfo, path string) *debug.Module {

@@ -59,6 +59,10 @@ func (e *UnfetchableError) Error() string {
 // "... 403 Forbidden" and the like all start with the module version.
 var fetchErrorRE = regexp.MustCompile(`^(\S+)@(v\S+): (.*)`)
 
+// verifyErrorRE matches the go command's report of a module whose hash is in
+// no go.sum and could not be checked against the checksum database.
+var verifyErrorRE = regexp.MustCompile(`(?m)^(?:go: )?(\S+)@(v\S+): (verifying (?:module|go\.mod): .*)$`)
+
 type listedPackage struct {
 	ImportPath string
 	Error      *struct{ Err string }
@@ -71,6 +75,11 @@ func findUnfetchable(ctx context.Context, run runner, dir string, pkgs []string,
 	args := append([]string{"list", "-e", "-deps", "-json=ImportPath,Error"}, pkgs...)
 	var stdout bytes.Buffer
 	if err := run.goCmd(ctx, dir, &stdout, args...); err != nil {
+		// A module-level failure such as a hash the checksum database does
+		// not know stops go list before it prints any package.
+		if m := verifyErrorRE.FindStringSubmatch(err.Error()); m != nil {
+			return nil, &MissingSumError{Module: module.Version{Path: m[1], Version: m[2]}, Reason: strings.TrimSpace(m[3])}
+		}
 		return nil, err
 	}
 	failed := map[module.Version]string{}
@@ -92,7 +101,14 @@ func findUnfetchable(ctx context.Context, run runner, dir string, pkgs []string,
 			other = append(other, fmt.Sprintf("%s: %s", p.ImportPath, line))
 			continue
 		}
-		failed[module.Version{Path: m[1], Version: m[2]}] = strings.TrimSpace(m[3])
+		mv := module.Version{Path: m[1], Version: m[2]}
+		reason := strings.TrimSpace(m[3])
+		if strings.HasPrefix(reason, "verifying ") {
+			// Downloaded, but its hash is in no go.sum we seeded and the
+			// checksum database cannot vouch for it.
+			return nil, &MissingSumError{Module: mv, Reason: reason}
+		}
+		failed[mv] = reason
 	}
 	if len(failed) == 0 {
 		if len(other) > 0 {
@@ -151,9 +167,14 @@ func lastLines(s string, n int) string {
 // module proxy only if someone published them). Those that kcp's non-test
 // sources import are downloaded first, one go command for all, so a missing
 // one fails the build in seconds instead of after the whole graph loads.
-func checkStagingModules(ctx context.Context, run runner, dir, kcpDir string, kcpMod *modfile.File, pinned map[string]module.Version) (*UnfetchableError, error) {
+// Modules the caller supplies as local directories (--replace) are not
+// fetched, so they are not checked.
+func checkStagingModules(ctx context.Context, run runner, dir, kcpDir string, kcpMod *modfile.File, pinned map[string]module.Version, local map[string]string) (*UnfetchableError, error) {
 	var staged []string
 	for _, r := range kcpMod.Replace {
+		if _, ok := local[r.Old.Path]; ok {
+			continue
+		}
 		if modfile.IsDirectoryPath(r.New.Path) {
 			if _, ok := pinned[r.Old.Path]; ok {
 				staged = append(staged, r.Old.Path)

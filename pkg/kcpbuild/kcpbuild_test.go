@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 )
 
@@ -186,12 +187,57 @@ func TestSourceModeBuildsSyntheticCheckout(t *testing.T) {
 		t.Errorf("the checkout's local staging replace was not used: %v", probe)
 	}
 
-	// Positive control: the same checkout, built by itself, links the
-	// pristine fork, and the build info check tells the two apart.
-	pristine := filepath.Join(t.TempDir(), "kcp")
-	goCommand(t, checkout, []string{"GOWORK=off"}, "build", "-o", pristine, "./cmd/kcp")
+	// Positive control: the same checkout built with --pristine links the
+	// fork at its pin, and the build info checks tell the two apart.
+	pres, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Progress: testWriter{t}, Pristine: true})
+	if err != nil {
+		t.Fatalf("Build(Pristine) = %v", err)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(out, "kcp-pristine")}, pres.Binaries); diff != "" {
+		t.Errorf("pristine binaries (-want +got):\n%s", diff)
+	}
+	pristine := pres.Binaries[0]
+	if v := runProbe(t, pristine)["gitVersion"]; v != "v1.36.0+kcp-v0.99.0-pristine" {
+		t.Errorf("pristine gitVersion = %q, want v1.36.0+kcp-v0.99.0-pristine", v)
+	}
 	if err := checkOverlayLinked(pristine, res.Overlay); err == nil {
 		t.Errorf("the pristine build of the checkout passed the overlay check")
+	}
+	if err := checkPristineLinked(bin, pres.Pins); err == nil {
+		t.Errorf("the patched build of the checkout passed the pristine check")
+	}
+	mods := []string{"k8s.io/apiserver"}
+	for bin, want := range map[string]string{bin: "patched", pristine: "pristine"} {
+		if got, err := Variant(bin, mods); err != nil || got != want {
+			t.Errorf("Variant(%s) = %q, %v; want %q", bin, got, err, want)
+		}
+	}
+}
+
+// A tree without git metadata (an archive) takes its version from
+// --kcp-version, or from Root's go.mod when it pins the same fork; a tree
+// pinning another fork without --kcp-version is refused.
+func TestSourceVersionWithoutGit(t *testing.T) {
+	root := repoRoot(t)
+	ours, err := overlay.PinsFromGoMod(filepath.Join(root, "go.mod"), []string{"k8s.io/apiserver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := t.TempDir()
+	b := &builder{opts: Options{Root: root}, log: testWriter{t}}
+	v, err := b.sourceVersionInfo(context.Background(), archive, ours)
+	if err != nil || v.KCPDescribe != "v0.32.3" {
+		t.Errorf("same pins: KCPDescribe = %q, %v; want v0.32.3 from go.mod", v.KCPDescribe, err)
+	}
+	b.opts.KCPVersion = "v0.32.9"
+	if v, err := b.sourceVersionInfo(context.Background(), archive, ours); err != nil || v.KCPDescribe != "v0.32.9" {
+		t.Errorf("--kcp-version: KCPDescribe = %q, %v; want v0.32.9", v.KCPDescribe, err)
+	}
+	b.opts.KCPVersion = ""
+	other := map[string]module.Version{"k8s.io/apiserver": {Path: ours["k8s.io/apiserver"].Path, Version: "v0.0.0-20990101000000-aaaaaaaaaaaa"}}
+	var serr *SourceError
+	if _, err := b.sourceVersionInfo(context.Background(), archive, other); !errors.As(err, &serr) || !strings.Contains(err.Error(), "--kcp-version") {
+		t.Errorf("other pins without --kcp-version: err = %v, want a SourceError naming --kcp-version", err)
 	}
 }
 

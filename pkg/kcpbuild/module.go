@@ -2,6 +2,7 @@ package kcpbuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -37,13 +38,26 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("%s: does not require %s", goModPath, kcpModule)
 	}
 
-	ov, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
+	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
 	if err != nil {
 		return nil, err
 	}
-	overlayDirs := moduleDirs(ov)
+	pins, err := overlay.PinsFromGoMod(goModPath, carried)
+	if err != nil {
+		return nil, err
+	}
+	var overlayDirs map[string]string
+	check := func(bin string) error { return checkPristineLinked(bin, pins) }
+	if !b.opts.Pristine {
+		ov, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
+		if err != nil {
+			return nil, err
+		}
+		overlayDirs = moduleDirs(ov)
+		check = func(bin string) error { return checkOverlayLinked(bin, overlayDirs) }
+	}
 
-	dl, err := modcache.Fetch(ctx, root, module.Version{Path: kcpModule, Version: kcpVersion})
+	dl, kcpSum, err := fetchKCPModule(ctx, root, module.Version{Path: kcpModule, Version: kcpVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -56,25 +70,30 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 
-	dir := filepath.Join(root, ".build", "kcp-"+kcpVersion)
-	replaces, err := b.writeBuildModule(dir, rootMod, kcpVersion, overlayDirs)
+	dir := filepath.Join(root, ".build", "kcp-"+kcpVersion+b.opts.binarySuffix())
+	replaces, err := b.writeBuildModule(dir, rootMod, kcpVersion, overlayDirs, kcpSum)
 	if err != nil {
 		return nil, err
 	}
-	// -mod=mod lets the go command add the go.sum lines of kcp's command
-	// closure; the generated module is ours to write.
+	// -mod=mod lets the go command complete the generated go.mod (it requires
+	// only kcp); go.sum is seeded from kcp's own, so no hash of kcp's
+	// closure comes from the checksum database.
 	run := runner{env: b.goEnv("off", "-mod=mod"), stderr: b.log}
 	pkgs := make([]string, len(b.opts.Commands))
 	for i, c := range b.opts.Commands {
 		pkgs[i] = path.Join(kcpModule, c)
 	}
 	b.logf("checking that kcp %s's import graph can be fetched", kcpVersion)
-	unfetchable, err := checkStagingModules(ctx, run, dir, dl.Dir, kcpMod, pinnedVersions(rootMod))
+	unfetchable, err := checkStagingModules(ctx, run, dir, dl.Dir, kcpMod, pinnedVersions(rootMod), b.opts.Replaces)
 	if err != nil {
 		return nil, err
 	}
 	if unfetchable == nil {
 		unfetchable, err = findUnfetchable(ctx, run, dir, pkgs, replaces)
+		var missing *MissingSumError
+		if errors.As(err, &missing) {
+			missing.KCPVersion = kcpVersion
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -99,23 +118,24 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		TreeState:   "clean",
 		CarryID:     id,
 		BuildDate:   b.opts.Now,
+		Pristine:    b.opts.Pristine,
 	}
 	ldflags, err := v.LDFlags()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dl.GoMod, err)
 	}
-	bins, err := b.goBuild(ctx, run, dir, pkgs, ldflags, overlayDirs)
+	bins, err := b.goBuild(ctx, run, dir, pkgs, ldflags, check)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Mode: "module", KCPVersion: kcpVersion, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}, nil
+	return b.result("module", kcpVersion, v, bins, overlayDirs, pins), nil
 }
 
 // writeBuildModule writes dir/go.mod (require kcp, Root's replaces with the
 // carried modules pointing at the overlay, plus --replace directories) and
-// seeds dir/go.sum with Root's. It returns the replacement -> required path
+// seeds dir/go.sum with Root's and kcp's own (kcpSum). It returns the replacement -> required path
 // map used to name an unfetchable module as kcp requires it.
-func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion string, overlayDirs map[string]string) (map[module.Version]string, error) {
+func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion string, overlayDirs map[string]string, kcpSum []byte) (map[module.Version]string, error) {
 	f := new(modfile.File)
 	if err := f.AddModuleStmt(buildModulePath); err != nil {
 		return nil, err
@@ -167,6 +187,7 @@ func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion
 	if err != nil {
 		return nil, err
 	}
+	sum = mergeLines(sum, kcpSum)
 	// Keep sums the go command added in earlier runs: they are for this kcp
 	// version only, and refetching them costs minutes on a cold cache.
 	if old, err := os.ReadFile(filepath.Join(dir, "go.sum")); err == nil {
@@ -176,6 +197,14 @@ func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion
 		return nil, err
 	}
 	return replaced, nil
+}
+
+func (b *builder) result(mode, kcpVersion string, v VersionInfo, bins []string, overlayDirs map[string]string, pins map[string]module.Version) *Result {
+	r := &Result{Mode: mode, KCPVersion: kcpVersion, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}
+	if b.opts.Pristine {
+		r.Pristine, r.Pins = true, pins
+	}
+	return r
 }
 
 func moduleDirs(r *overlay.Result) map[string]string {

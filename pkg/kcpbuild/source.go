@@ -56,11 +56,18 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ov, err := overlay.Run(ctx, ovOpts)
-	if err != nil {
-		return nil, err
+	var overlayDirs map[string]string
+	check := func(bin string) error { return checkPristineLinked(bin, pins) }
+	if b.opts.Pristine {
+		workDir += "-pristine"
+	} else {
+		ov, err := overlay.Run(ctx, ovOpts)
+		if err != nil {
+			return nil, err
+		}
+		overlayDirs = moduleDirs(ov)
+		check = func(bin string) error { return checkOverlayLinked(bin, overlayDirs) }
 	}
-	overlayDirs := moduleDirs(ov)
 
 	goWork := filepath.Join(workDir, "go.work")
 	if err := b.writeSourceWorkspace(goWork, src, kcpMod, overlayDirs); err != nil {
@@ -83,20 +90,24 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := gitVersionInfo(ctx, src)
+	v, err := b.sourceVersionInfo(ctx, src, pins)
+	if err != nil {
+		return nil, err
+	}
 	v.KubeVersion = requiredVersion(kcpMod, "k8s.io/kubernetes")
 	v.CarryID = id
 	v.BuildDate = b.opts.Now
+	v.Pristine = b.opts.Pristine
 	ldflags, err := v.LDFlags()
 	if err != nil {
 		return nil, fmt.Errorf("%s/go.mod: %w", src, err)
 	}
 	run := runner{env: b.goEnv(goWork, ""), stderr: b.log}
-	bins, err := b.goBuild(ctx, run, src, pkgs, ldflags, overlayDirs)
+	bins, err := b.goBuild(ctx, run, src, pkgs, ldflags, check)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Mode: "source", KCPVersion: v.KCPDescribe, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}, nil
+	return b.result("source", v.KCPDescribe, v, bins, overlayDirs, pins), nil
 }
 
 // checkCheckout makes sure dir looks like a kcp checkout before anything is
@@ -181,8 +192,43 @@ func (b *builder) writeSourceWorkspace(goWork, src string, kcpMod *modfile.File,
 	return w.Write()
 }
 
-// gitVersionInfo reads what kcp's Makefile reads from git; outside a git
-// checkout it falls back the way the Makefile does.
+// sourceVersionInfo reads what kcp's Makefile reads from git. A tree that is
+// not the top of a git checkout (an archive such as `git archive` output)
+// has no describe: its version comes from Options.KCPVersion, or from Root's
+// go.mod when the tree pins the same fork as Root does (the same release).
+func (b *builder) sourceVersionInfo(ctx context.Context, src string, pins map[string]module.Version) (VersionInfo, error) {
+	if top, err := git(ctx, src, "rev-parse", "--show-toplevel"); err == nil && sameDir(top, src) {
+		v := gitVersionInfo(ctx, src)
+		if b.opts.KCPVersion != "" {
+			v.KCPDescribe = b.opts.KCPVersion
+		}
+		return v, nil
+	}
+	v := VersionInfo{GitCommit: "unknown", TreeState: "archive", KCPDescribe: b.opts.KCPVersion}
+	if v.KCPDescribe != "" {
+		return v, nil
+	}
+	goModPath := filepath.Join(b.opts.Root, "go.mod")
+	rootMod, err := readModFile(goModPath)
+	if err != nil {
+		return v, err
+	}
+	ours, err := overlay.PinsFromGoMod(goModPath, keys(pins))
+	if kcpVersion := requiredVersion(rootMod, kcpModule); err == nil && kcpVersion != "" && maps.Equal(ours, pins) {
+		b.logf("%s is not a git checkout: stamping kcp %s, the version %s requires (it pins the same fork); --kcp-version overrides", src, kcpVersion, goModPath)
+		v.KCPDescribe = kcpVersion
+		return v, nil
+	}
+	return v, &SourceError{Dir: src, Reason: fmt.Sprintf("no git metadata to read its kcp version from, and it pins another fork than %s: pass --kcp-version", goModPath)}
+}
+
+func sameDir(a, b string) bool {
+	ra, errA := filepath.EvalSymlinks(a)
+	rb, errB := filepath.EvalSymlinks(b)
+	return errA == nil && errB == nil && ra == rb
+}
+
+// gitVersionInfo reads what kcp's Makefile reads from git.
 func gitVersionInfo(ctx context.Context, dir string) VersionInfo {
 	v := VersionInfo{GitCommit: "local", TreeState: "dirty"}
 	if out, err := git(ctx, dir, "rev-parse", "--short", "HEAD"); err == nil {

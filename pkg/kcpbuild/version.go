@@ -22,16 +22,21 @@ type VersionInfo struct {
 	// TreeState is "clean" or "dirty".
 	TreeState string
 	// CarryID identifies the patch series built in (a digest of its files).
-	CarryID   string
+	CarryID string
+	// Pristine marks a build without the carry.
+	Pristine  bool
 	BuildDate time.Time
 }
 
 var kubeVersionRE = regexp.MustCompile(`^v(\d+)\.(\d+)`)
 
 // GitVersion is kcp's `<kubernetes version>+kcp-<describe>` with a suffix that
-// marks a build carrying our patches, so `kcp --version` and /version tell a
+// marks a build carrying our patches (or a pristine one built alongside), so `kcp --version` and /version tell a
 // patched shard from a release one.
 func (v VersionInfo) GitVersion() string {
+	if v.Pristine {
+		return fmt.Sprintf("%s+kcp-%s-pristine", v.KubeVersion, v.KCPDescribe)
+	}
 	return fmt.Sprintf("%s+kcp-%s-carry-%s", v.KubeVersion, v.KCPDescribe, v.CarryID)
 }
 

@@ -1,0 +1,205 @@
+package duel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// RealKCP is the same comparison on kcp v0.32.3 itself: a stock build
+// (bin/kcp-pristine, the fork at its pin) and one with the carry (bin/kcp),
+// built from the same kcp tree with the same ldflags.
+type RealKCP struct {
+	// Binaries are the two kcp binaries (Build says how they were made).
+	Binaries []Shard `json:"binaries"`
+	// Clusters are the logical clusters the hammer seeded: root and the
+	// workspaces created through kcp's Workspace API.
+	Clusters []string `json:"clusters"`
+	// Duel is the duel load against each kcp, fresh, one at a time.
+	Duel Duel `json:"duel"`
+	// Ratio is one client's LIST throughput, patched over stock.
+	Ratio KCPRatio `json:"ratio"`
+}
+
+// KCPRatio is one client (one request at a time, which the stock kcp
+// survives) against both kcps, in rounds that alternate which goes first:
+// wildcard partial-metadata LISTs, the carry's path, and full-object LISTs
+// of the same objects, which the carry does not touch (the noise control:
+// its ratio should be 1 within the noise).
+type KCPRatio struct {
+	// Objects ClusterRoles in all, spread over Workspaces logical clusters
+	// (root and Workspaces-1 workspaces), each with Annotations extra
+	// annotations.
+	Objects     int `json:"objects"`
+	Workspaces  int `json:"workspaces"`
+	Annotations int `json:"annotations"`
+	// Lister is the partial LIST's variant (hammer spelling, e.g. "v1:0");
+	// the full-object LIST uses the same resourceVersion.
+	Lister string `json:"lister"`
+	// Bound is each run's duration.
+	Bound  time.Duration `json:"boundNanos"`
+	Rounds []KCPRound    `json:"rounds"`
+	// Partial and Full are the ratios of the rounds' summed rates
+	// (patched LIST/s over stock LIST/s), with the spread of the
+	// per-round ratios.
+	Partial RatioSummary `json:"partial"`
+	Full    RatioSummary `json:"full"`
+}
+
+// KCPRound is one round: each kind of LIST against each kcp.
+type KCPRound struct {
+	// First is the variant measured first in this round.
+	First   string   `json:"first"`
+	Partial RatePair `json:"partial"`
+	Full    RatePair `json:"full"`
+}
+
+// RatePair is one kind of LIST against both kcps in one round.
+type RatePair struct {
+	Pristine Rated   `json:"pristine"`
+	Patched  Rated   `json:"patched"`
+	Ratio    float64 `json:"ratio"` // Patched.ListsPerSecond / Pristine.ListsPerSecond
+}
+
+// Rated is LISTs over a span.
+type Rated struct {
+	Lists          int64         `json:"lists"`
+	Failed         int64         `json:"failed"`
+	Elapsed        time.Duration `json:"elapsedNanos"`
+	ListsPerSecond float64       `json:"listsPerSecond"`
+}
+
+// RatioSummary is the ratio over all rounds and how much rounds disagree.
+type RatioSummary struct {
+	Ratio float64 `json:"ratio"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
+	// StdDev is the standard deviation of the per-round ratios.
+	StdDev float64 `json:"stdDev"`
+}
+
+// NewRatePair files one round's runs of one kind of LIST.
+func NewRatePair(pristine, patched Rated) RatePair {
+	p := RatePair{Pristine: pristine, Patched: patched}
+	if pristine.ListsPerSecond > 0 {
+		p.Ratio = patched.ListsPerSecond / pristine.ListsPerSecond
+	}
+	return p
+}
+
+// NewRated is lists in elapsed.
+func NewRated(lists, failed int64, elapsed time.Duration) Rated {
+	return Rated{Lists: lists, Failed: failed, Elapsed: elapsed, ListsPerSecond: Rate(lists, elapsed)}
+}
+
+// Summarize computes Partial and Full from the rounds.
+func (k *KCPRatio) Summarize() {
+	k.Partial = summarize(k.Rounds, func(r KCPRound) RatePair { return r.Partial })
+	k.Full = summarize(k.Rounds, func(r KCPRound) RatePair { return r.Full })
+}
+
+func summarize(rounds []KCPRound, pick func(KCPRound) RatePair) RatioSummary {
+	var s RatioSummary
+	var pristine, patched Total
+	var ratios []float64
+	for _, r := range rounds {
+		p := pick(r)
+		pristine.Add(Run{Lists: p.Pristine.Lists, Alive: p.Pristine.Elapsed})
+		patched.Add(Run{Lists: p.Patched.Lists, Alive: p.Patched.Elapsed})
+		ratios = append(ratios, p.Ratio)
+	}
+	s.Ratio = Ratio(patched, pristine)
+	if len(ratios) == 0 {
+		return s
+	}
+	s.Min, s.Max = ratios[0], ratios[0]
+	mean := 0.0
+	for _, x := range ratios {
+		s.Min, s.Max = min(s.Min, x), max(s.Max, x)
+		mean += x
+	}
+	mean /= float64(len(ratios))
+	v := 0.0
+	for _, x := range ratios {
+		v += (x - mean) * (x - mean)
+	}
+	s.StdDev = math.Sqrt(v / float64(len(ratios)))
+	return s
+}
+
+// check reports the first inconsistency of the real-kcp section.
+func (k *RealKCP) check() error {
+	if err := k.Duel.Pristine.check(Pristine); err != nil {
+		return fmt.Errorf("realKCP.duel.pristine: %w", err)
+	}
+	if err := k.Duel.Patched.check(Patched); err != nil {
+		return fmt.Errorf("realKCP.duel.patched: %w", err)
+	}
+	r := k.Ratio
+	for i, rd := range r.Rounds {
+		for _, p := range []RatePair{rd.Partial, rd.Full} {
+			for _, x := range []Rated{p.Pristine, p.Patched} {
+				if x.Lists < 0 || x.Failed < 0 || !near(x.ListsPerSecond, Rate(x.Lists, x.Elapsed)) {
+					return fmt.Errorf("realKCP.ratio.rounds[%d]: inconsistent rate %+v", i, x)
+				}
+			}
+			if want := NewRatePair(p.Pristine, p.Patched).Ratio; !near(p.Ratio, want) {
+				return fmt.Errorf("realKCP.ratio.rounds[%d]: ratio %.4f, the rates give %.4f", i, p.Ratio, want)
+			}
+		}
+	}
+	want := r
+	want.Summarize()
+	if !nearSummary(want.Partial, r.Partial) || !nearSummary(want.Full, r.Full) {
+		return errors.New("realKCP.ratio: the summaries do not add up the rounds")
+	}
+	return nil
+}
+
+func nearSummary(a, b RatioSummary) bool {
+	return near(a.Ratio, b.Ratio) && near(a.Min, b.Min) && near(a.Max, b.Max) && near(a.StdDev, b.StdDev)
+}
+
+// KCP names in tables.
+const (
+	stockKCPName   = "stock kcp"
+	patchedKCPName = "kcp with the carry"
+)
+
+// Markdown is the real-kcp section: the duel table and the single-client
+// ratios with their rounds.
+func (k *RealKCP) Markdown() string {
+	var b strings.Builder
+	d := k.Duel
+	fmt.Fprintf(&b, "**Duel on kcp v0.32.3**: %s, over %s, against each kcp in turn (fresh root directory each).\n\n",
+		d.Load.Describe(), strings.Join(codes(k.Clusters), ", "))
+	b.WriteString("| kcp | requests | LIST/s | time to death | fatal error |\n")
+	b.WriteString("|---|--:|--:|---|---|\n")
+	for _, x := range []struct {
+		name string
+		run  Run
+	}{{stockKCPName, d.Pristine}, {patchedKCPName, d.Patched}} {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.name, Thousands(x.run.Requests),
+			Thousands(int64(x.run.ListsPerSecond+0.5)), x.run.deathCell(), x.run.Fatal.Markdown())
+	}
+	r := k.Ratio
+	if len(r.Rounds) == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\n**One client on kcp v0.32.3**: %s ClusterRoles over %d logical clusters, %d extra annotations each; one request at a time, `%s`, %s per run, %d rounds alternating which kcp goes first. "+
+		"Wildcard partial-metadata LISTs with the carry: **%.3f×** stock (per round %.3f to %.3f, standard deviation %.3f). "+
+		"Full-object LISTs of the same objects, which the carry does not touch (the noise control): **%.3f×** (per round %.3f to %.3f, standard deviation %.3f).\n\n",
+		Thousands(int64(r.Objects)), r.Workspaces, r.Annotations, r.Lister, Seconds(r.Bound), len(r.Rounds),
+		r.Partial.Ratio, r.Partial.Min, r.Partial.Max, r.Partial.StdDev,
+		r.Full.Ratio, r.Full.Min, r.Full.Max, r.Full.StdDev)
+	b.WriteString("| round | first | partial LIST/s stock | with the carry | ratio | full LIST/s stock | with the carry | ratio |\n")
+	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|\n")
+	for i, rd := range r.Rounds {
+		fmt.Fprintf(&b, "| %d | %s | %.1f | %.1f | %.3f | %.1f | %.1f | %.3f |\n", i+1, rd.First,
+			rd.Partial.Pristine.ListsPerSecond, rd.Partial.Patched.ListsPerSecond, rd.Partial.Ratio,
+			rd.Full.Pristine.ListsPerSecond, rd.Full.Patched.ListsPerSecond, rd.Full.Ratio)
+	}
+	return b.String()
+}

@@ -1,0 +1,225 @@
+// Package process runs the servers this project tests and measures (the test
+// shard, kcp) as child processes: each in its own process group, killed by the
+// kernel if this process dies, stopped with SIGTERM and then SIGKILL after a
+// grace period, its stderr captured for the fatal runtime errors and race
+// reports ParseFatal finds. It does not import testing: commands use it too.
+package process
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultGrace is how long Stop waits after SIGTERM before SIGKILL.
+const DefaultGrace = 30 * time.Second
+
+// Options say what to run.
+type Options struct {
+	// Path is the binary. Required.
+	Path string
+	Args []string
+	// Dir is the working directory ("" is this process's).
+	Dir string
+	// Env is the child's whole environment; nil means os.Environ().
+	Env []string
+	// Stdout receives the child's stdout; nil discards it.
+	Stdout io.Writer
+	// MergeStdout captures stdout with stderr (kcp logs to both); Stdout is
+	// ignored then.
+	MergeStdout bool
+	// StderrTee, if set, receives a copy of stderr as it is written.
+	StderrTee io.Writer
+	// Grace bounds the wait between SIGTERM and SIGKILL (default DefaultGrace).
+	Grace time.Duration
+}
+
+// Process is a running (or exited) child.
+type Process struct {
+	opts   Options
+	pid    int
+	stderr lockedBuffer
+
+	done    chan struct{} // closed when the child has exited and been reaped
+	exitErr error         // valid after done
+
+	mu       sync.Mutex
+	asked    bool // Stop was called before the child exited
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start runs the child. It returns once the child runs (or failed to start).
+func Start(opts Options) (*Process, error) {
+	if opts.Path == "" {
+		return nil, errors.New("process: Options.Path is empty")
+	}
+	if st, err := os.Stat(opts.Path); err != nil {
+		return nil, fmt.Errorf("process: %w", err)
+	} else if st.IsDir() {
+		return nil, fmt.Errorf("process: %s is a directory", opts.Path)
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	// A relative path would be resolved against Dir by exec.
+	if abs, err := filepath.Abs(opts.Path); err == nil {
+		opts.Path = abs
+	}
+	p := &Process{opts: opts, done: make(chan struct{})}
+	started := make(chan error, 1)
+	// Pdeathsig fires when the thread that created the child exits, so the
+	// child is started from a goroutine locked to its OS thread that stays
+	// until the child is reaped.
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(p.done)
+
+		cmd := exec.Command(opts.Path, opts.Args...)
+		cmd.Dir = opts.Dir
+		cmd.Env = opts.Env
+		cmd.Stdout = opts.Stdout
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.Stderr = &p.stderr
+		if opts.StderrTee != nil {
+			cmd.Stderr = io.MultiWriter(&p.stderr, opts.StderrTee)
+		}
+		if opts.MergeStdout {
+			cmd.Stdout = cmd.Stderr
+		}
+		if err := cmd.Start(); err != nil {
+			p.exitErr = err
+			started <- fmt.Errorf("starting %s: %w", opts.Path, err)
+			return
+		}
+		p.pid = cmd.Process.Pid
+		started <- nil
+		p.exitErr = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Stop asks the child to shut down (SIGTERM to its process group), kills the
+// group after the grace period, and waits for it. It returns nil if the child
+// exited with status 0 when asked or had already exited on its own (see Died
+// and ExitError), an *UncleanExitError if it exited non-zero when asked (a
+// -race build that saw a race exits 66). Calling it again returns the first
+// result.
+func (p *Process) Stop() error {
+	p.stopOnce.Do(func() {
+		p.mu.Lock()
+		select {
+		case <-p.done:
+		default:
+			p.asked = true
+		}
+		asked := p.asked
+		p.mu.Unlock()
+
+		if asked {
+			_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+			select {
+			case <-p.done:
+				if p.exitErr != nil {
+					p.stopErr = &UncleanExitError{Path: p.opts.Path, PID: p.pid, Err: p.exitErr}
+				}
+			case <-time.After(p.opts.Grace):
+				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+				<-p.done
+				p.stopErr = fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM; killed", p.opts.Path, p.pid, p.opts.Grace)
+			}
+		}
+		<-p.done
+		// Anything left in the group (there should be nothing) goes too.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	})
+	return p.stopErr
+}
+
+// UncleanExitError is Stop's error when the child exited on SIGTERM with a
+// non-zero status.
+type UncleanExitError struct {
+	Path string
+	PID  int
+	Err  error
+}
+
+func (e *UncleanExitError) Error() string {
+	return fmt.Sprintf("%s (pid %d) exited uncleanly after SIGTERM: %v", e.Path, e.PID, e.Err)
+}
+
+func (e *UncleanExitError) Unwrap() error { return e.Err }
+
+// Done is closed when the child has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitError is the child's exit error (nil while it runs or after status 0).
+func (p *Process) ExitError() error {
+	select {
+	case <-p.done:
+		return p.exitErr
+	default:
+		return nil
+	}
+}
+
+// Died reports whether the child exited without being asked to (a crash).
+func (p *Process) Died() bool {
+	select {
+	case <-p.done:
+	default:
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.asked
+}
+
+// PID is the child's process id (also its process group id).
+func (p *Process) PID() int { return p.pid }
+
+// Stderr is everything the child wrote to stderr so far.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// Fatal is the first fatal runtime error or race report in Stderr, or nil.
+func (p *Process) Fatal() *Fatal { return ParseFatal(p.Stderr()) }
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(data []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(data)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TailLines is the last n lines of s.
+func TailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
