@@ -22,87 +22,24 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/kcp-carry/kcp-carry/internal/testimage"
 	"github.com/kcp-carry/kcp-carry/internal/testkcp"
 	"github.com/kcp-carry/kcp-carry/pkg/kcpbuild"
 )
 
-var servers = []string{"cache-server", "kcp", "kcp-front-proxy", "virtual-workspaces"}
+var servers = testimage.Servers
 
-// kcpLikeConfig is the container config of kcp's image (its Dockerfile).
-func kcpLikeConfig() v1.Config {
-	return v1.Config{
-		Entrypoint: []string{"/kcp"},
-		Cmd:        []string{"start"},
-		User:       "65532:65532",
-		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/busybox", "KUBECONFIG=/etc/kcp/config/admin.kubeconfig"},
-		WorkingDir: "/",
-		Labels:     map[string]string{"org.opencontainers.image.source": "https://github.com/kcp-dev/kcp", "maintainer": "kcp"},
-	}
-}
-
-// syntheticBase is one platform of a kcp-like image: two random layers (the
-// distroless base), then a layer with the release binaries (fake ones) and
-// kcp's other files, unless withKCP is false. docker makes it a Docker
-// schema 2 image instead of an OCI one.
 func syntheticBase(t *testing.T, arch string, withKCP, docker bool) v1.Image {
-	t.Helper()
-	manifestType, configType, layerType, tarType := types.OCIManifestSchema1, types.OCIConfigJSON, types.OCILayer, types.OCIUncompressedLayer
-	if docker {
-		manifestType, configType, layerType, tarType = types.DockerManifestSchema2, types.DockerConfigJSON, types.DockerLayer, types.DockerUncompressedLayer
-	}
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, manifestType), configType)
-	for range 2 {
-		l, err := random.Layer(2048, layerType)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if img, err = mutate.AppendLayers(img, l); err != nil {
-			t.Fatal(err)
-		}
-	}
-	entries := []string{".kcp/", "etc/ssl/certs/ca-certificates.crt=certs", "usr/local/bin/kubectl=kubectl " + arch}
-	if withKCP {
-		for _, s := range servers {
-			entries = append(entries, s+"=release "+s+" "+arch)
-		}
-	}
-	img, err := mutate.AppendLayers(img, tarLayerOf(t, tarType, entries...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture, cfg.Config = "linux", arch, kcpLikeConfig()
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return testimage.Base(t, arch, withKCP, docker)
 }
 
-// syntheticIndex is a multi-platform kcp-like base with a buildx-style
-// attestation entry, which the result must drop.
 func syntheticIndex(t *testing.T, withKCP bool, archs ...string) v1.ImageIndex {
-	t.Helper()
-	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, arch := range archs {
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: syntheticBase(t, arch, withKCP, false), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	att, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mutate.AppendManifests(idx, mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"}}})
+	return testimage.Index(t, withKCP, archs...)
 }
 
 type testWriter struct{ t *testing.T }

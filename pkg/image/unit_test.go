@@ -1,8 +1,6 @@
 package image
 
 import (
-	"archive/tar"
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +9,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kcp-carry/kcp-carry/internal/testimage"
 )
 
 // tarLayer is a layer of the given entries: name -> content, a name ending
@@ -24,26 +23,7 @@ func tarLayer(t testing.TB, entries ...string) v1.Layer {
 
 // tarLayerOf is tarLayer with the layer media type mt.
 func tarLayerOf(t testing.TB, mt types.MediaType, entries ...string) v1.Layer {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		name, content, _ := strings.Cut(e, "=")
-		hdr := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(content)), Typeflag: tar.TypeReg}
-		if strings.HasSuffix(name, "/") {
-			hdr.Typeflag, hdr.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(content)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return static.NewLayer(buf.Bytes(), mt)
+	return testimage.TarLayer(t, mt, entries...)
 }
 
 func imageOf(t testing.TB, layers ...v1.Layer) v1.Image {

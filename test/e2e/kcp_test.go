@@ -138,30 +138,7 @@ func TestRealKCPPatched(t *testing.T) {
 	}
 
 	rep := runHammer(t, o)
-	if rep.Death.Died || s.Died() {
-		t.Fatalf("the patched kcp died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
-	}
-	if n := rep.Server5xx(); n > 0 {
-		t.Errorf("the patched kcp answered %d requests with 5xx", n)
-	}
-	for _, c := range []hammer.CheckResult{rep.APIVersion, rep.Pollution, rep.Lost} {
-		if !c.Ran || c.Checked == 0 {
-			t.Errorf("check %s did not run or checked nothing: %s", c.Name, c.Note)
-		} else if c.Violations > 0 {
-			t.Errorf("check %s: %d violations, e.g. %v", c.Name, c.Violations, c.Samples)
-		}
-	}
-	if rep.ExitCode != hammer.ExitClean {
-		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)
-	}
-	if rep.Seed.Objects != 300 || rep.SuccessfulWrites == 0 || rep.PartialItems == 0 || rep.WatchEvents == 0 {
-		t.Errorf("the load did not run in full: %d objects, %d writes, %d partial items, %d watch events",
-			rep.Seed.Objects, rep.SuccessfulWrites, rep.PartialItems, rep.WatchEvents)
-	}
-	if o := op(rep, "list kcp-client rv=0"); o.OK == 0 {
-		t.Errorf("no successful LIST through kcp's metadata client: %+v", o)
-	}
-	requireCleanOutput(t, s.Process)
+	requireSurvivedClean(t, s, rep)
 	t.Logf("patched kcp: %d requests in %s (%.0f req/s), checks a/b/c checked %d/%d/%d",
 		rep.Requests, rep.LoadElapsed, rep.ReqPerSec, rep.APIVersion.Checked, rep.Pollution.Checked, rep.Lost.Checked)
 
@@ -260,6 +237,38 @@ func TestRealKCPPristine(t *testing.T) {
 	} else {
 		t.Logf("pristine kcp died %s into the load: %s", rep.TimeToDeath, f)
 	}
+}
+
+// requireSurvivedClean asserts what a kcp built with the carry must show
+// after the load: alive, no 5xx, checks (a)(b)(c) each ran on more than zero
+// items without a violation, the load ran in full (kcp's metadata client
+// included) and no DATA RACE or fatal line in kcp's output.
+func requireSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report) {
+	t.Helper()
+	if rep.Death.Died || s.Died() {
+		t.Fatalf("the patched kcp died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
+	}
+	if n := rep.Server5xx(); n > 0 {
+		t.Errorf("the patched kcp answered %d requests with 5xx", n)
+	}
+	for _, c := range []hammer.CheckResult{rep.APIVersion, rep.Pollution, rep.Lost} {
+		if !c.Ran || c.Checked == 0 {
+			t.Errorf("check %s did not run or checked nothing: %s", c.Name, c.Note)
+		} else if c.Violations > 0 {
+			t.Errorf("check %s: %d violations, e.g. %v", c.Name, c.Violations, c.Samples)
+		}
+	}
+	if rep.ExitCode != hammer.ExitClean {
+		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)
+	}
+	if rep.Seed.Objects != 300 || rep.SuccessfulWrites == 0 || rep.PartialItems == 0 || rep.WatchEvents == 0 {
+		t.Errorf("the load did not run in full: %d objects, %d writes, %d partial items, %d watch events",
+			rep.Seed.Objects, rep.SuccessfulWrites, rep.PartialItems, rep.WatchEvents)
+	}
+	if o := op(rep, "list kcp-client rv=0"); o.OK == 0 {
+		t.Errorf("no successful LIST through kcp's metadata client: %+v", o)
+	}
+	requireCleanOutput(t, s.Process)
 }
 
 // requireCleanOutput fails on a DATA RACE or fatal line in kcp's output.

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kcp-carry/kcp-carry/pkg/hammer"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
@@ -11,17 +13,18 @@ import (
 // mixedWatchOptions opens wildcard and single-cluster partial-metadata watches
 // of the same resource at once (check (d), meta.k8s.io v1 and v1beta1) while
 // writers change labels: no listers and no other watchers, so nothing but the
-// watch cache's per-event serializations is under test.
-func mixedWatchOptions(t *testing.T, s *fixture.Shard, groups, writers, objects int) hammer.Options {
+// watch cache's per-event serializations is under test. cfg and exited are the
+// server's (the test shard's or kcp's).
+func mixedWatchOptions(t *testing.T, cfg *rest.Config, exited <-chan struct{}, clusters []string, groups, writers, objects int) hammer.Options {
 	o := hammer.DefaultOptions()
-	o.Config = s.RESTConfig()
-	o.Clusters = e2eClusters
+	o.Config = cfg
+	o.Clusters = clusters
 	o.Objects = objects
 	o.Listers, o.Watchers, o.MixedWatchers, o.Writers = 0, 0, groups, writers
 	o.WatchWindow = 2 * time.Second
 	o.Duration = 10 * time.Second
 	o.MaxRequests = maxRequests(t)
-	o.ServerExited = s.Done()
+	o.ServerExited = exited
 	o.Logf = t.Logf
 	return o
 }
@@ -39,12 +42,19 @@ func mixups(c hammer.CheckResult) int64 {
 func TestPatchedShardMixedWatchers(t *testing.T) {
 	bin := shardBinary(t, fixture.Variant{Race: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
-	rep := runHammer(t, mixedWatchOptions(t, s, 2, 2, 10))
-
+	rep := runHammer(t, mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 2, 2, 10))
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the patched shard died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
 	}
 	requireNoRace(t, s)
+	requireOwnAnswers(t, rep)
+}
+
+// requireOwnAnswers asserts that check (d) ran and every mixed watcher got
+// its own answer: single-cluster events without kcp.io/original-api-version,
+// wildcard events with the served group/version, over both meta versions.
+func requireOwnAnswers(t *testing.T, rep *hammer.Report) {
+	t.Helper()
 	c := rep.Mixed
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
@@ -63,7 +73,7 @@ func TestPatchedShardMixedWatchers(t *testing.T) {
 		}
 	}
 	if n := rep.Server5xx(); n > 0 {
-		t.Errorf("the patched shard answered %d requests with 5xx", n)
+		t.Errorf("the server answered %d requests with 5xx", n)
 	}
 	if rep.SuccessfulWrites == 0 {
 		t.Error("no write succeeded: the watches saw no MODIFIED events to share")
@@ -83,19 +93,26 @@ func TestPatchedShardMixedWatchers(t *testing.T) {
 func TestPristineShardMixesUpWatchers(t *testing.T) {
 	bin := shardBinary(t, fixture.Variant{Pristine: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
-	o := mixedWatchOptions(t, s, 1, 1, 5)
+	o := mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 1, 1, 5)
 	o.WriteMode = hammer.WritePatch
 	rep := runHammer(t, o)
 
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the pristine shard died %s into a low mixed-watch load, so the mix-up could not be observed: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
 	}
+	requireMixedUp(t, rep)
+}
+
+// requireMixedUp asserts that check (d) ran and caught a watcher receiving
+// another's serialization (the positive control of requireOwnAnswers).
+func requireMixedUp(t *testing.T, rep *hammer.Report) {
+	t.Helper()
 	c := rep.Mixed
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
 	}
 	if mixups(c) == 0 {
-		t.Fatalf("no watcher received another's serialization on the pristine shard (%d events: %v): the positive control lost its teeth", c.Checked, c.Values)
+		t.Fatalf("no watcher received another's serialization on the pristine server (%d events: %v): the positive control lost its teeth", c.Checked, c.Values)
 	}
 	if !c.Violated() || rep.ExitCode != hammer.ExitViolated {
 		t.Errorf("check (d) %+v, exit %d: want violated, exit %d", c, rep.ExitCode, hammer.ExitViolated)

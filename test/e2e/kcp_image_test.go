@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kcp-carry/kcp-carry/internal/testimage"
+	"github.com/kcp-carry/kcp-carry/pkg/image"
+	"github.com/kcp-carry/kcp-carry/pkg/kcpbuild"
+	"github.com/kcp-carry/kcp-carry/pkg/overlay"
+)
+
+// TestRealKCPImage is carry image with real kcp: the patched servers, built
+// from KCP_SOURCE for linux/amd64, are layered onto a kcp-like base served by
+// an in-process registry on 127.0.0.1 and pushed back to it; the /kcp pulled
+// out of the pushed image must be the carry's kcp (its build info shows the
+// overlay) and survive the real-kcp load with every check holding.
+func TestRealKCPImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live kcp: run without -short")
+	}
+	src := os.Getenv(EnvKCPSource)
+	if src == "" {
+		t.Skipf("real kcp: set %s=<kcp v0.32.3 source tree> and run `make test`", EnvKCPSource)
+	}
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("runs the image's linux/amd64 /kcp; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	root := repoRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	host := strings.TrimPrefix(reg.URL, "http://")
+	baseRef := host + "/kcp-dev/kcp:v0.32.3"
+	if err := remote.Write(mustParseRef(t, baseRef), testimage.Base(t, "amd64", true, false), remote.WithContext(ctx)); err != nil {
+		t.Fatalf("pushing the synthetic base: %v", err)
+	}
+
+	res, err := image.Run(ctx, image.Options{
+		Root:      root,
+		KCPSource: src,
+		Base:      baseRef,
+		Platforms: []v1.Platform{{OS: "linux", Architecture: "amd64"}},
+		Push:      host + "/kcp-carry/kcp:e2e",
+		BinDir:    t.TempDir(),
+		Progress:  testLogWriter{t},
+	})
+	if err != nil {
+		t.Fatalf("carry image: %v", err)
+	}
+	t.Logf("pushed %s (%s)", res.Pushed, res.Version)
+
+	bin := extractFromImage(t, ctx, res.Pushed, "kcp")
+	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := kcpbuild.Variant(bin, carried); err != nil || got != "patched" {
+		t.Fatalf("the image's /kcp is a %q build (%v), want patched", got, err)
+	}
+
+	s := startKCP(t, bin, t.TempDir())
+	o := kcpLoadOptions(t, s, createWorkspaces(t, s))
+	rep := runHammer(t, o)
+	requireSurvivedClean(t, s, rep)
+	t.Logf("the image's kcp: %d requests in %s (%.0f req/s), checks a/b/c checked %d/%d/%d",
+		rep.Requests, rep.LoadElapsed, rep.ReqPerSec, rep.APIVersion.Checked, rep.Pollution.Checked, rep.Lost.Checked)
+}
+
+// extractFromImage pulls ref and writes the file at /file of its filesystem
+// (the last layer that holds it) to a temporary directory.
+func extractFromImage(t *testing.T, ctx context.Context, ref, file string) string {
+	t.Helper()
+	img, err := remote.Image(mustParseRef(t, ref), remote.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("pulling %s: %v", ref, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), file)
+	for i := len(layers) - 1; i >= 0; i-- {
+		if found := extractFromLayer(t, layers[i], file, out); found {
+			return out
+		}
+	}
+	t.Fatalf("%s: no layer holds /%s", ref, file)
+	return ""
+}
+
+func extractFromLayer(t *testing.T, l v1.Layer, file, out string) bool {
+	t.Helper()
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimPrefix(hdr.Name, "/") != file || hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(f, tr); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+}
+
+func mustParseRef(t *testing.T, ref string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// testLogWriter logs each line written to it.
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
