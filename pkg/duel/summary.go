@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/internal/markdown"
+	"github.com/kcp-carry/kcp-carry/pkg/markdown"
 )
 
 // Shard names in tables.

@@ -15,7 +15,8 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/hammer"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/process"
+	"github.com/kcp-carry/kcp-carry/pkg/shardserver"
 )
 
 // deathGrace is how long a shard the hammer saw die may take to exit (it
@@ -158,7 +159,7 @@ func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Op
 		return duel.Run{}, ctx.Err()
 	}
 	died := rep.Death.Died || sh.Died()
-	var fatal *fixture.Fatal
+	var fatal *process.Fatal
 	if died {
 		select {
 		case <-sh.Done():
@@ -198,7 +199,7 @@ func describeRun(r duel.Run) string {
 }
 
 // runOf files a hammer report.
-func runOf(variant string, rep *hammer.Report, fatal *fixture.Fatal, withTimeline bool) duel.Run {
+func runOf(variant string, rep *hammer.Report, fatal *process.Fatal, withTimeline bool) duel.Run {
 	r := duel.Run{
 		Variant:     variant,
 		Requests:    rep.Requests,
@@ -367,13 +368,13 @@ type slot struct {
 	variant string
 	shard   duel.Shard
 	binary  string
-	cur     *fixture.Shard
+	cur     *shardserver.Shard
 }
 
 func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 	s := &slot{o: o, variant: duel.Patched}
 	given := o.PatchedBinary
-	v := fixture.Variant{Pristine: pristine}
+	v := shardserver.Variant{Pristine: pristine}
 	if pristine {
 		s.variant, given = duel.Pristine, o.PristineBinary
 	}
@@ -388,7 +389,7 @@ func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 		}
 		s.binary, s.shard.Build = abs, "given as --"+s.variant+"-binary"
 	default:
-		bin, err := fixture.BuildShard(ctx, o.Root, v)
+		bin, err := shardserver.BuildShard(ctx, o.Root, v)
 		if err != nil {
 			return nil, fmt.Errorf("the %s test shard: %w", s.variant, err)
 		}
@@ -407,7 +408,7 @@ func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 }
 
 // get returns the running shard, starting one if there is none (or it died).
-func (s *slot) get(ctx context.Context) (*fixture.Shard, error) {
+func (s *slot) get(ctx context.Context) (*shardserver.Shard, error) {
 	if s.cur != nil {
 		select {
 		case <-s.cur.Done():
@@ -418,7 +419,7 @@ func (s *slot) get(ctx context.Context) (*fixture.Shard, error) {
 	}
 	// The fork is measured, not the debugging aid: the cache mutation
 	// detector stays off whatever this process's environment says.
-	sh, err := fixture.Start(ctx, fixture.Options{Binary: s.binary, Env: []string{cachemutation.EnvVar + "="}})
+	sh, err := shardserver.Start(ctx, shardserver.Options{Binary: s.binary, Env: []string{cachemutation.EnvVar + "="}})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s test shard: %w", s.variant, err)
 	}
@@ -440,7 +441,7 @@ func (s *slot) stop() {
 		return
 	}
 	if err := s.cur.Stop(); err != nil {
-		var unclean *fixture.UncleanExitError
+		var unclean *shardserver.UncleanExitError
 		if !errors.As(err, &unclean) && s.o.Logf != nil {
 			s.o.Logf("evidence: stopping the %s test shard: %v", s.variant, err)
 		}

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kcp-carry/kcp-carry/internal/markdown"
 	"github.com/kcp-carry/kcp-carry/pkg/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/markdown"
 )
 
 // Files Write writes, and the benchstat output it quotes (hack/bench.sh

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/kcp-carry/kcp-carry/internal/markdown"
+	"github.com/kcp-carry/kcp-carry/pkg/markdown"
 )
 
 // prTemplate is PR.md. The problem, root cause and risk are this carry's

@@ -11,8 +11,8 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/kcp-carry/kcp-carry/internal/dueltest"
-	"github.com/kcp-carry/kcp-carry/internal/markdown"
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/markdown"
 	"github.com/kcp-carry/kcp-carry/pkg/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/series"
 	"github.com/kcp-carry/kcp-carry/pkg/verify"

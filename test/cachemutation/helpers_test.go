@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
-	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
@@ -101,39 +98,12 @@ func (r resource) objectPath(cluster, name string) string {
 	return r.collectionPath(cluster) + "/" + name
 }
 
-// shardBinary builds (once per test binary) or finds a shard variant; the
-// suite uses the pristine and patched-race builds the e2e suite uses.
-func shardBinary(t *testing.T, v fixture.Variant) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("live test shard: run without -short")
-	}
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !v.Pristine && os.Getenv(fixture.EnvPatched) == "" && os.Getenv(fixture.EnvPatchedRace) == "" {
-		for _, p := range []string{".overlay", "go.work"} {
-			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
-				t.Skipf("the patched fork is not there yet (%s missing): run `make overlay` first", p)
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	bin, err := fixture.BuildShard(ctx, root, v)
-	if err != nil {
-		t.Fatalf("building the %s test shard: %v", v, err)
-	}
-	return bin
-}
-
 // startShard starts a shard with the detector on. expect: the test asserts
 // on findings itself; otherwise any finding fails the test (test mode).
 func startShard(t *testing.T, v fixture.Variant, expect bool) *fixture.Shard {
 	t.Helper()
 	s := fixture.StartT(t, fixture.Options{
-		Binary:                shardBinary(t, v),
+		Binary:                fixture.ShardBinaryT(t, v),
 		CacheMutationDetector: true,
 		ExpectCacheMutations:  expect,
 		Args:                  []string{"--cache-mutation-detector-interval=" + verifyInterval.String()},

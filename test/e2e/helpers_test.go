@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,41 +74,6 @@ func repoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
-}
-
-// shardBinary builds (once per test binary run) or finds the shard variant.
-// Every test here starts a live shard, so -short skips them.
-func shardBinary(t *testing.T, v fixture.Variant) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("live test shard: run without -short")
-	}
-	root := repoRoot(t)
-	if !v.Pristine {
-		requireOverlay(t, root)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	bin, err := fixture.BuildShard(ctx, root, v)
-	if err != nil {
-		t.Fatalf("building the %s test shard: %v", v, err)
-	}
-	return bin
-}
-
-// requireOverlay skips patched-shard tests only while the carry overlay does
-// not exist (`make overlay` creates .overlay/ and go.work). Prebuilt patched
-// binaries (KCP_CARRY_SHARD_PATCHED[_RACE]) need no overlay.
-func requireOverlay(t *testing.T, root string) {
-	t.Helper()
-	if os.Getenv(fixture.EnvPatched) != "" || os.Getenv(fixture.EnvPatchedRace) != "" {
-		return
-	}
-	for _, p := range []string{".overlay", "go.work"} {
-		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
-			t.Skipf("the patched fork is not there yet (%s missing): run `make overlay` (carry overlay) first", p)
-		}
-	}
 }
 
 // runHammer runs the hammer and logs its report.

@@ -40,7 +40,7 @@ func mixups(c hammer.CheckResult) int64 {
 // partial-metadata watchers of the same resource, open at the same time over
 // the same cached events, each get their own answer, on a -race build.
 func TestPatchedShardMixedWatchers(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Race: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
 	rep := runHammer(t, mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 2, 2, 10))
 	if rep.Death.Died || s.Died() {
@@ -91,7 +91,7 @@ func requireOwnAnswers(t *testing.T, rep *hammer.Report) {
 // (the watches start from a fresh resourceVersion, so no watcher replays
 // the cache's shared objects); what must be detected is the mix-up itself.
 func TestPristineShardMixesUpWatchers(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Pristine: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
 	o := mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 1, 1, 5)
 	o.WriteMode = hammer.WritePatch

@@ -14,7 +14,7 @@ import (
 // TestPatchedShardSurvivesLoad: the carry holds under the full load on a
 // -race build: no death, no 5xx, checks (a)(b)(c) hold, no DATA RACE.
 func TestPatchedShardSurvivesLoad(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Race: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
 	rep := runHammer(t, loadOptions(t, s))
 
@@ -51,7 +51,7 @@ func TestPatchedShardSurvivesLoad(t *testing.T) {
 // setKCPOriginalAPIVersionAnnotation or encoding/json. If the pristine shard
 // survives, the suite has lost its teeth and this test fails.
 func TestPristineShardDiesUnderLoad(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Pristine: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
 	o := loadOptions(t, s)
 	// It usually dies within seconds; the longer bound only costs time when
@@ -84,7 +84,7 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 // seeded objects shows kcp.io/original-api-version (check (b) fails), and
 // the value is "" (check (a) fails).
 func TestPristineSequentialProbePollutes(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Pristine: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
 	o := loadOptions(t, s)
 	o.SequentialProbe = true
@@ -115,7 +115,7 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 // TestPatchedSequentialProbeClean: the same single request leaves the
 // patched shard's cache clean and says the right version.
 func TestPatchedSequentialProbeClean(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Race: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
 	o := loadOptions(t, s)
 	o.SequentialProbe = true
@@ -130,7 +130,7 @@ func TestPatchedSequentialProbeClean(t *testing.T) {
 // off, every LIST decodes fresh objects from etcd, nothing is shared, and the
 // same load does not kill the pristine shard.
 func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Pristine: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin, DisableWatchCache: true})
 	if s.WatchCache() {
 		t.Fatal("the shard says its watch cache is on")
@@ -146,7 +146,7 @@ func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
 // /clusters/<name>/ partial requests (kcp annotates wildcard requests only)
 // does not kill the pristine shard and pollutes nothing.
 func TestPristineSurvivesNonWildcardLists(t *testing.T) {
-	bin := shardBinary(t, fixture.Variant{Pristine: true})
+	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin})
 	o := loadOptions(t, s)
 	o.Scope = hammer.ScopeCluster
