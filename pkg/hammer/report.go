@@ -12,7 +12,7 @@ import (
 // Exit codes of the hammer CLI, and Report.ExitCode.
 const (
 	ExitClean        = 0 // the server lived, every check held, no 5xx
-	ExitFailure      = 1 // the hammer could not do its job (setup or seeding failed)
+	ExitFailure      = 1 // the hammer could not do its job (setup or seeding failed, or no check saw an item)
 	ExitUsage        = 2 // bad flags or options
 	ExitDied         = 3 // the server died
 	ExitViolated     = 4 // a correctness check failed
@@ -89,6 +89,22 @@ func (r *Report) Violations() []CheckResult {
 	return out
 }
 
+// checkedSomething tells whether at least one check ran and every check that
+// ran checked at least one item.
+func (r *Report) checkedSomething() bool {
+	checked := false
+	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed} {
+		if !c.Ran {
+			continue
+		}
+		if c.Checked == 0 {
+			return false
+		}
+		checked = true
+	}
+	return checked
+}
+
 // finish sets Verdict and ExitCode.
 func (r *Report) finish() {
 	switch {
@@ -100,6 +116,9 @@ func (r *Report) finish() {
 		r.Verdict, r.ExitCode = "hammer failed", ExitFailure
 	case r.Server5xx() > 0:
 		r.Verdict, r.ExitCode = "server errors", ExitServerErrors
+	case !r.checkedSomething():
+		// A run whose checks saw nothing proves nothing: never "clean".
+		r.Verdict, r.ExitCode = "nothing checked", ExitFailure
 	default:
 		r.Verdict, r.ExitCode = "clean", ExitClean
 	}

@@ -224,3 +224,36 @@ current-context: root
 		t.Errorf("--help = %v", err)
 	}
 }
+
+// TestReportNeverCleanWhenNothingWasChecked: a run whose checks ran but saw
+// no item, or where no check ran at all, proves nothing and is not "clean".
+func TestReportNeverCleanWhenNothingWasChecked(t *testing.T) {
+	for name, tc := range map[string]struct {
+		checks [4]CheckResult
+		want   int
+	}{
+		"every check held on items": {
+			checks: [4]CheckResult{{Ran: true, Checked: 10}, {Ran: true, Checked: 3}, {Ran: true, Checked: 3}, {}},
+			want:   ExitClean,
+		},
+		"a check ran on no item": {
+			checks: [4]CheckResult{{Ran: true, Checked: 10}, {Ran: true, Checked: 0}, {}, {}},
+			want:   ExitFailure,
+		},
+		"no check ran": {
+			want: ExitFailure,
+		},
+		"a violation still wins": {
+			checks: [4]CheckResult{{Ran: true, Checked: 10, Violations: 1}, {Ran: true}, {}, {}},
+			want:   ExitViolated,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &Report{APIVersion: tc.checks[0], Pollution: tc.checks[1], Lost: tc.checks[2], Mixed: tc.checks[3]}
+			r.finish()
+			if r.ExitCode != tc.want {
+				t.Errorf("verdict %q (exit %d), want exit %d", r.Verdict, r.ExitCode, tc.want)
+			}
+		})
+	}
+}
