@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -524,7 +525,7 @@ func TestRequestAttribution(t *testing.T) {
 		api.ServeHTTP(w, req.WithContext(ctx))
 	})
 	h := d.WithRequest(withInfo)
-	accept := "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	accept := partialmeta.ListAccept(partialmeta.V1)
 	req := httptest.NewRequest(http.MethodGet, "/clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles?resourceVersion=0", nil)
 	req.Header.Set("Accept", accept)
 	ctx, cancel := context.WithCancel(req.Context())

@@ -16,18 +16,9 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
 
+	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
 	kcpmetadata "github.com/kcp-dev/kcp/pkg/metadata"
 )
-
-// partialListAccept is the Accept header of a partial-metadata LIST.
-func partialListAccept(metaVersion string) string {
-	return "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=" + metaVersion
-}
-
-// partialAccept is the Accept header of a partial-metadata WATCH or GET.
-func partialAccept(metaVersion string) string {
-	return "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=" + metaVersion
-}
 
 // lister runs one lister until the run ends, its budget is spent or the
 // server dies. Each LIST goes to the next resource (and, in cluster scope, the
@@ -92,7 +83,7 @@ func (r *run) listPartial(ctx context.Context, c *client, v ListerVariant, res R
 		}
 		var list partialList
 		_, err := c.do(ctx, request{
-			op: v.opName(), method: "GET", path: path, query: q, accept: partialListAccept(v.MetaVersion),
+			op: v.opName(), method: "GET", path: path, query: q, accept: partialmeta.ListAccept(v.MetaVersion),
 			decode: func(body []byte) error { return decodePartialList(path, body, v.MetaVersion, &list) },
 		})
 		if err != nil {

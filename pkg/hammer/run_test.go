@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestRunCleanServer(t *testing.T) {
 			t.Errorf("operation %q: %+v, want successful requests", name, o)
 		}
 	}
-	if f.accepts[partialListAccept("v1")] == 0 || f.accepts[partialListAccept("v1beta1")] == 0 || f.accepts[partialAccept("v1")] == 0 {
+	if f.accepts[partialmeta.ListAccept("v1")] == 0 || f.accepts[partialmeta.ListAccept("v1beta1")] == 0 || f.accepts[partialmeta.ObjectAccept("v1")] == 0 {
 		t.Errorf("accept headers seen: %v", f.accepts)
 	}
 	for _, c := range []CheckResult{rep.APIVersion, rep.Pollution, rep.Lost} {

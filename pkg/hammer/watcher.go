@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
 	"io"
 	"net/url"
 	"strconv"
@@ -53,7 +54,7 @@ func (r *run) watchPartial(ctx context.Context, c *client, op, metaVersion strin
 	q.Set("timeoutSeconds", strconv.Itoa(max(1, int(window.Round(time.Second)/time.Second))))
 	wctx, cancel := context.WithTimeout(ctx, window+c.timeout)
 	defer cancel()
-	resp, start, err := c.stream(wctx, request{op: op, method: "GET", path: path, query: q, accept: partialAccept(metaVersion)})
+	resp, start, err := c.stream(wctx, request{op: op, method: "GET", path: path, query: q, accept: partialmeta.ObjectAccept(metaVersion)})
 	if err != nil {
 		return err
 	}

@@ -22,10 +22,11 @@ import (
 	"k8s.io/kubernetes/pkg/apis/rbac"
 
 	// Register the internal and v1 rbac types, as kube-apiserver (and kcp) does.
+	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 )
 
-const partialMetadataListV1 = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+var partialMetadataListV1 = partialmeta.ListAccept(partialmeta.V1)
 
 // newCachedClusterRoles returns n internal ClusterRoles shaped like the ones a
 // kcp shard serves: three labels, a couple of rules, and the given number of

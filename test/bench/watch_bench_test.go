@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
@@ -14,7 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/rbac"
 )
 
-const partialMetadataV1 = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+var partialMetadataV1 = partialmeta.ObjectAccept(partialmeta.V1)
 
 // eventStream is a watch that delivers its events and ends.
 type eventStream chan watch.Event

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
+	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
@@ -43,11 +44,14 @@ const (
 
 // Accept headers.
 const (
-	acceptJSON       = "application/json"
-	acceptProtobuf   = "application/vnd.kubernetes.protobuf"
-	acceptTable      = "application/json;as=Table;g=meta.k8s.io;v=v1"
-	acceptPartialV1  = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-	acceptPartialV1b = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1"
+	acceptJSON     = "application/json"
+	acceptProtobuf = "application/vnd.kubernetes.protobuf"
+	acceptTable    = "application/json;as=Table;g=meta.k8s.io;v=v1"
+)
+
+var (
+	acceptPartialV1  = partialmeta.ListAccept(partialmeta.V1)
+	acceptPartialV1b = partialmeta.ListAccept(partialmeta.V1beta1)
 )
 
 // accepts are the matrix's Accept values; for GET and WATCH the partial
