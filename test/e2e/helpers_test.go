@@ -14,7 +14,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
-// The brief's scenario: 8 listers (mixed v1/v1beta1, rv ""/"0", paged, two
+// The suite's load, the one that crashed a real kcp v0.32.3: 8 listers (mixed v1/v1beta1, rv ""/"0", paged, two
 // through kcp's metadata client), 2 watchers and 4 writers over 50
 // ClusterRoles and 50 ConfigMaps in each of 3 logical clusters.
 var e2eClusters = []string{"e2e-a", "e2e-b", "e2e-c"}
@@ -53,7 +53,7 @@ func maxRequests(t *testing.T) int64 {
 	return defaultMaxRequests
 }
 
-// loadOptions is the brief's load against a shard.
+// loadOptions is the suite's load (see e2eClusters) against a shard.
 func loadOptions(t *testing.T, s *fixture.Shard) hammer.Options {
 	o := hammer.DefaultOptions()
 	o.Config = s.RESTConfig()
@@ -114,7 +114,7 @@ func mapFatal(f *fixture.Fatal) bool {
 	return f.HasFrame("setKCPOriginalAPIVersionAnnotation") || f.HasFrame("encoding/json")
 }
 
-func requireNoRace(t *testing.T, s *fixture.Shard) {
+func expectNoRace(t *testing.T, s *fixture.Shard) {
 	t.Helper()
 	if strings.Contains(s.Stderr(), fixture.SigDataRace) {
 		t.Errorf("the race detector reported a DATA RACE in the shard:\n%s", s.Fatal())

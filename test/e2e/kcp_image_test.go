@@ -79,7 +79,7 @@ func TestRealKCPImage(t *testing.T) {
 	s := startKCP(t, bin, t.TempDir())
 	o := kcpLoadOptions(t, s, createWorkspaces(t, s))
 	rep := runHammer(t, o)
-	requireSurvivedClean(t, s, rep)
+	expectSurvivedClean(t, s, rep)
 	t.Logf("the image's kcp: %d requests in %s (%.0f req/s), checks a/b/c checked %d/%d/%d",
 		rep.Requests, rep.LoadElapsed, rep.ReqPerSec, rep.APIVersion.Checked, rep.Pollution.Checked, rep.Lost.Checked)
 }

@@ -138,7 +138,7 @@ func TestRealKCPPatched(t *testing.T) {
 	}
 
 	rep := runHammer(t, o)
-	requireSurvivedClean(t, s, rep)
+	expectSurvivedClean(t, s, rep)
 	t.Logf("patched kcp: %d requests in %s (%.0f req/s), checks a/b/c checked %d/%d/%d",
 		rep.Requests, rep.LoadElapsed, rep.ReqPerSec, rep.APIVersion.Checked, rep.Pollution.Checked, rep.Lost.Checked)
 
@@ -167,7 +167,7 @@ func TestRealKCPPatched(t *testing.T) {
 			t.Errorf("%s: carries %s in etcd after the restart", key, hammer.OriginalAPIVersionAnnotation)
 		}
 	}
-	requireCleanOutput(t, s2.Process)
+	expectCleanOutput(t, s2.Process)
 }
 
 // TestRealKCPPristine is the positive control on a stock kcp v0.32.3 (the
@@ -239,11 +239,11 @@ func TestRealKCPPristine(t *testing.T) {
 	}
 }
 
-// requireSurvivedClean asserts what a kcp built with the carry must show
+// expectSurvivedClean asserts what a kcp built with the carry must show
 // after the load: alive, no 5xx, checks (a)(b)(c) each ran on more than zero
 // items without a violation, the load ran in full (kcp's metadata client
 // included) and no DATA RACE or fatal line in kcp's output.
-func requireSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report) {
+func expectSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report) {
 	t.Helper()
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the patched kcp died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
@@ -268,11 +268,11 @@ func requireSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report)
 	if o := op(rep, "list kcp-client rv=0"); o.OK == 0 {
 		t.Errorf("no successful LIST through kcp's metadata client: %+v", o)
 	}
-	requireCleanOutput(t, s.Process)
+	expectCleanOutput(t, s.Process)
 }
 
-// requireCleanOutput fails on a DATA RACE or fatal line in kcp's output.
-func requireCleanOutput(t *testing.T, p *process.Process) {
+// expectCleanOutput fails on a DATA RACE or fatal line in kcp's output.
+func expectCleanOutput(t *testing.T, p *process.Process) {
 	t.Helper()
 	if f := p.Fatal(); f != nil {
 		t.Errorf("kcp's output has %s:\n%s", f.Line, f)

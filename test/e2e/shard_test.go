@@ -21,7 +21,7 @@ func TestPatchedShardSurvivesLoad(t *testing.T) {
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the patched shard died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
 	}
-	requireNoRace(t, s)
+	expectNoRace(t, s)
 	if n := rep.Server5xx(); n > 0 {
 		t.Errorf("the patched shard answered %d requests with 5xx", n)
 	}
@@ -123,7 +123,7 @@ func TestPatchedSequentialProbeClean(t *testing.T) {
 	if rep.ExitCode != hammer.ExitClean {
 		t.Errorf("verdict %q (exit %d), want clean; (a) %v, (b) %v", rep.Verdict, rep.ExitCode, rep.APIVersion.Samples, rep.Pollution.Samples)
 	}
-	requireNoRace(t, s)
+	expectNoRace(t, s)
 }
 
 // TestPristineSurvivesWithoutWatchCache is a control: with the watch cache

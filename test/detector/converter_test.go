@@ -1,4 +1,4 @@
-package cachemutation
+package detector
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cachemutation
+package detector
 
 import (
 	"bytes"
@@ -291,14 +291,14 @@ func seed(t *testing.T, s *fixture.Shard, cluster, prefix string, n int) []strin
 		parity := map[bool]string{true: "even", false: "odd"}[i%2 == 0]
 		labels := map[string]string{"suite": cluster, "parity": parity}
 		_, err := k.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"seeded-by": "test/cachemutation"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"seeded-by": "test/detector"}},
 			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("creating ClusterRole %s|%s: %v", cluster, name, err)
 		}
 		_, err = k.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: map[string]string{"seeded-by": "test/cachemutation"}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels, Annotations: map[string]string{"seeded-by": "test/detector"}},
 			Data:       map[string]string{"key": "value", "other": "data"},
 		}, metav1.CreateOptions{})
 		if err != nil {
@@ -398,7 +398,7 @@ func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, na
 		var i int
 		_, _ = fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &i)
 		labels := map[string]string{"suite": cluster, "parity": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}
-		om := metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"seeded-by": "test/cachemutation"}}
+		om := metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"seeded-by": "test/detector"}}
 		var err error
 		if r.namespaced {
 			om.Namespace = namespace

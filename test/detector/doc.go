@@ -1,4 +1,4 @@
-// Package cachemutation is the live suite of the watch-cache mutation
+// Package detector is the live suite of the watch-cache mutation
 // detector (pkg/cachemutation) against test shards (test/fixture) that run
 // it (KCP_CARRY_CACHE_MUTATION_DETECTOR=true):
 //
@@ -18,4 +18,4 @@
 //
 // It uses the two shard builds the e2e suite uses (pristine, patched-race),
 // so it adds no build. -short skips the live tests.
-package cachemutation
+package detector
