@@ -78,10 +78,17 @@ func (r *Report) Server5xx() int64 {
 	return n
 }
 
+// Checks are the run's check results in report order: (a) the value on
+// wildcard partial items, (b) no pollution, (c) nothing lost, (d) mixed
+// watchers. A new check adds its field to Report and to this list.
+func (r *Report) Checks() []CheckResult {
+	return []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed}
+}
+
 // Violations lists the checks that ran and failed.
 func (r *Report) Violations() []CheckResult {
 	var out []CheckResult
-	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed} {
+	for _, c := range r.Checks() {
 		if c.Violated() {
 			out = append(out, c)
 		}
@@ -93,7 +100,7 @@ func (r *Report) Violations() []CheckResult {
 // ran checked at least one item.
 func (r *Report) checkedSomething() bool {
 	checked := false
-	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed} {
+	for _, c := range r.Checks() {
 		if !c.Ran {
 			continue
 		}
@@ -171,7 +178,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		b.WriteString("server: alive\n")
 	}
-	for _, c := range []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed} {
+	for _, c := range r.Checks() {
 		writeCheck(&b, c)
 	}
 	if r.Error != "" {
