@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carrycli"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carrycli"
 )
 
 func main() {

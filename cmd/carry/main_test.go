@@ -24,7 +24,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
-	"github.com/kcp-carry/kcp-carry/pkg/carrycli"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carrycli"
 )
 
 func TestMain(m *testing.M) {

@@ -1,6 +1,6 @@
 // Command hammer drives a kcp shard (or the kcp-carry test shard) with
 // concurrent wildcard partial-metadata LISTs and WATCHes and label writers,
-// and checks the kcp.io/original-api-version carry: see pkg/hammer and
+// and checks the kcp.io/original-api-version carry: see pkg/harness/hammer and
 // `hammer --help`. Exit codes: 0 clean, 1 hammer failed, 2 usage, 3 server
 // died, 4 check violated, 5 server answered 5xx.
 package main
@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kcp-carry/kcp-carry/pkg/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command soak runs a patched kcp under the duel load for a bounded time and
 // reports its RSS and goroutines at the start and the end, the requests, the
-// errors and the checks (`make soak`; see pkg/soak). Exit codes: 0 clean,
+// errors and the checks (`make soak`; see pkg/harness/soak). Exit codes: 0 clean,
 // 1 not clean or the soak failed, 2 usage.
 package main
 
@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kcp-carry/kcp-carry/pkg/soak"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/soak"
 )
 
 func main() {

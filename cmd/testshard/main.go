@@ -29,7 +29,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/kcp-carry/kcp-carry/pkg/testshard"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/testshard"
 )
 
 func main() {

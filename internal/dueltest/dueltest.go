@@ -4,7 +4,7 @@ package dueltest
 import (
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 )
 
 // Run is a run of variant with a steady rate of lists per second for

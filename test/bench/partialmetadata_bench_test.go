@@ -22,7 +22,7 @@ import (
 	"k8s.io/kubernetes/pkg/apis/rbac"
 
 	// Register the internal and v1 rbac types, as kube-apiserver (and kcp) does.
-	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
 )
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/storage"
 
-	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
+	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 )
 
 // unstructuredCache hands out custom resources the way the cacher does: the

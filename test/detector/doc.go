@@ -1,5 +1,5 @@
 // Package detector is the live suite of the watch-cache mutation
-// detector (pkg/cachemutation) against test shards (test/fixture) that run
+// detector (pkg/harness/cachemutation) against test shards (test/fixture) that run
 // it (KCP_CARRY_CACHE_MUTATION_DETECTOR=true):
 //
 //   - the positive control: on the pristine fork, ONE wildcard

@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
-	"github.com/kcp-carry/kcp-carry/pkg/partialmeta"
+	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
+	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	cm "github.com/kcp-carry/kcp-carry/pkg/cachemutation"
+	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 

@@ -1,5 +1,5 @@
 // Package e2e is the live regression suite of the kcp.io/original-api-version
-// carry: pkg/hammer against test shards (test/fixture) built from the patched
+// carry: pkg/harness/hammer against test shards (test/fixture) built from the patched
 // fork (must survive and stay correct, under -race) and from the pristine fork
 // (must die, and one request must pollute the watch cache: the positive
 // control), with controls (watch cache off, non-wildcard requests) that show

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/reporoot"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 

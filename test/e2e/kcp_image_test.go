@@ -20,9 +20,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kcp-carry/kcp-carry/internal/testimage"
-	"github.com/kcp-carry/kcp-carry/pkg/image"
-	"github.com/kcp-carry/kcp-carry/pkg/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/image"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 )
 
 // TestRealKCPImage is carry image with real kcp: the patched servers, built

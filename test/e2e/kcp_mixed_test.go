@@ -3,7 +3,7 @@ package e2e
 import (
 	"testing"
 
-	"github.com/kcp-carry/kcp-carry/pkg/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
 // TestRealKCPPatchedMixedWatchers is check (d) on a kcp built with the carry:

@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kcp-carry/kcp-carry/pkg/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/kcpserver"
-	"github.com/kcp-carry/kcp-carry/pkg/overlay"
-	"github.com/kcp-carry/kcp-carry/pkg/process"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
 )
 
 // EnvKCPSource names the kcp source tree `make` builds bin/kcp and

@@ -1,0 +1,104 @@
+package carrycli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
+	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
+)
+
+type pinsResult struct {
+	GoMod string `json:"goMod"`
+	KCP   string `json:"kcp"`
+	Match bool   `json:"match"`
+	// Missing and Extra are replace directives ("old => new version")
+	// the derived block has and go.mod lacks, and the other way round.
+	Missing []string `json:"missing,omitempty"`
+	Extra   []string `json:"extra,omitempty"`
+	Marker  string   `json:"marker,omitempty"`
+	Written bool     `json:"written"`
+}
+
+func replaceStrings(rs []pins.Replace) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("pins", "pins [--write] [--json] [--root DIR]", stderr)
+	write := fs.Bool("write", false, "rewrite go.mod's pin block instead of checking it")
+	if code, done := fs.parse(args); done {
+		return code
+	}
+	root, err := fs.repoRoot()
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	goModPath := filepath.Join(root, "go.mod")
+	data, err := os.ReadFile(goModPath)
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	f, err := modfile.Parse(goModPath, data, nil)
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	kcpVersion, err := pins.KCPVersion(f)
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	src, err := pins.Fetch(ctx, root, kcpVersion)
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	want, err := pins.Derive(src)
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	diff := pins.Check(f, want, kcpVersion)
+	res := pinsResult{
+		GoMod: goModPath, KCP: pins.KCPModule + "@" + kcpVersion, Match: diff.Empty(),
+		Missing: replaceStrings(diff.Missing), Extra: replaceStrings(diff.Extra), Marker: diff.Marker,
+	}
+
+	if *write && !diff.Empty() {
+		out, err := pins.Rewrite(goModPath, data, want, kcpVersion)
+		if err != nil {
+			return fail(stderr, "pins", err)
+		}
+		if err := atomicfile.Write(goModPath, out, 0o644); err != nil {
+			return fail(stderr, "pins", err)
+		}
+		res.Written = true
+	}
+
+	if fs.json {
+		if err := writeJSON(stdout, res); err != nil {
+			return fail(stderr, "pins", err)
+		}
+	} else {
+		for _, l := range diff.Lines() {
+			fmt.Fprintln(stdout, l)
+		}
+	}
+	switch {
+	case diff.Empty():
+		fmt.Fprintf(stderr, "%s: kcp pins match %s\n", goModPath, res.KCP)
+		return ExitOK
+	case res.Written:
+		fmt.Fprintf(stderr, "%s: rewrote kcp pins from %s\n", goModPath, res.KCP)
+		return ExitOK
+	default:
+		fmt.Fprintf(stderr, "%s: kcp pins differ from %s (- in go.mod, + derived); run `carry pins --write`\n", goModPath, res.KCP)
+		return ExitFail
+	}
+}

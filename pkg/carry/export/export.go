@@ -1,0 +1,436 @@
+// Package export turns the carry into a pull request against the fork
+// repository (github.com/kcp-dev/kubernetes): a git format-patch series with
+// fork-repository paths, numbered across all carried modules, and a PR.md
+// that says what broke, why, what the patches change, how they were tested
+// and what the risk is.
+//
+// The series is produced by git itself. A throwaway repository holds the
+// pristine fork modules (the go.sum-verified zips at the go.mod pins) at
+// their fork paths; each carry patch is applied with
+// `git am --directory=<fork dir>` and the branch is written out with
+// `git format-patch` (see FormatPatchArgs). Before anything is put in
+// place, the written files are checked: subjects follow the UPSTREAM:
+// convention, author, date, subject and body are those of the carry
+// patches, every path lies in its module's fork directory, and applying the
+// written series to the pristine tree gives exactly the trees `carry overlay`
+// builds.
+//
+// Order: modules in DependencyOrder of their pristine go.mod files
+// (k8s.io/apimachinery before k8s.io/apiserver), each module's patches in
+// series order.
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"golang.org/x/mod/module"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
+	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
+)
+
+// Default locations of the evidence files, relative to Options.Root.
+const (
+	DefaultSuiteReport = "evidence/duel.json"
+	DefaultBenchstat   = "evidence/benchstat.txt"
+)
+
+// PRFile is the name of the pull request description in the output.
+const PRFile = "PR.md"
+
+// Options configures Run. Root and OutDir are required.
+type Options struct {
+	// Root is the kcp-carry repository.
+	Root string
+	// OutDir receives the patches and PR.md. It must not exist or be empty,
+	// unless Force.
+	OutDir string
+	Force  bool
+	// PatchesDir, GoSumPath and Pins default as in overlay.Options.
+	PatchesDir string
+	GoSumPath  string
+	Pins       map[string]module.Version
+	// VerifyReport is a `carry verify --json` report to quote in PR.md. If
+	// empty, Run runs verify.Run (minutes) unless NoVerify, in which case
+	// PR.md says the check was not run. A report that is not verified
+	// (or a verify run that fails) stops the export.
+	VerifyReport string
+	NoVerify     bool
+	// SuiteReport is the live suite's result file and Benchstat the
+	// benchstat comparison of the benchmarks. Empty means the Default*
+	// location, which may be absent (PR.md then says so); a file named
+	// explicitly must exist.
+	SuiteReport string
+	Benchstat   string
+	// Progress receives a line per step; nil discards.
+	Progress io.Writer
+}
+
+// Result describes an export.
+type Result struct {
+	OutDir string `json:"outDir"`
+	// Repo is the fork repository and Base the commit (or tag) the
+	// series applies to.
+	Repo    string         `json:"repo"`
+	Base    string         `json:"base"`
+	Modules []ModuleResult `json:"modules"`
+	Patches []PatchResult  `json:"patches"`
+	// PR is the path of PR.md.
+	PR       string     `json:"pr"`
+	Evidence []Evidence `json:"evidence"`
+}
+
+// ModuleResult is one carried module, in export order.
+type ModuleResult struct {
+	Module string         `json:"module"`
+	Fork   module.Version `json:"fork"`
+	Location
+	// Requires are the carried modules its go.mod requires, which are
+	// exported before it.
+	Requires []string `json:"requires,omitempty"`
+	// Patches are the exported file names of the module's patches.
+	Patches []string `json:"patches"`
+}
+
+// PatchResult is one exported patch.
+type PatchResult struct {
+	// File is the exported file name (0001-....patch).
+	File   string `json:"file"`
+	Module string `json:"module"`
+	// Source is the carry patch it was made from.
+	Source  string `json:"source"`
+	Subject string `json:"subject"`
+	// Files are the fork-repository paths the patch changes.
+	Files   []string `json:"files"`
+	Added   int      `json:"added"`
+	Deleted int      `json:"deleted"`
+}
+
+// Evidence says where a section of PR.md's testing part came from.
+type Evidence struct {
+	Name string `json:"name"` // "verify", "suite" or "benchstat"
+	// Source is the file read, or "carry verify" when Run ran it; empty
+	// when not measured.
+	Source string `json:"source,omitempty"`
+	// Included is false when PR.md says "not measured".
+	Included bool `json:"included"`
+}
+
+// module is one carried module during the export.
+type carried struct {
+	in  *overlay.Input
+	loc Location
+	// requires are the carried modules its pristine go.mod requires.
+	requires []string
+}
+
+// exported is one written patch with its source.
+type exported struct {
+	mod  *carried
+	src  *series.Patch
+	out  *series.Patch
+	path string
+	res  PatchResult
+}
+
+func (o Options) resolve() (Options, error) {
+	c := o
+	if c.Root == "" {
+		return c, errors.New("export: Options.Root is required")
+	}
+	if c.OutDir == "" {
+		return c, errors.New("--out: an output directory is required")
+	}
+	var err error
+	for _, p := range []*string{&c.Root, &c.OutDir} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return c, err
+		}
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c, nil
+}
+
+// Run exports the carry into opts.OutDir. Nothing is written there unless
+// everything succeeded: the files are made in a temporary directory next to
+// OutDir and renamed into place.
+func Run(ctx context.Context, opts Options) (res *Result, err error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutDir(o.OutDir, o.Force); err != nil {
+		return nil, err
+	}
+	ins, err := overlay.LoadInputs(overlay.Options{Root: o.Root, PatchesDir: o.PatchesDir, GoSumPath: o.GoSumPath, Pins: o.Pins})
+	if err != nil {
+		return nil, err
+	}
+	if len(ins) == 0 {
+		dir := o.PatchesDir
+		if dir == "" {
+			dir = filepath.Join(o.Root, "staging-patches")
+		}
+		return nil, fmt.Errorf("%s: no carried modules (no series files)", dir)
+	}
+	ev, err := loadEvidence(o, ins)
+	if err != nil {
+		return nil, err
+	}
+	mods, repo, base, err := locate(ins)
+	if err != nil {
+		return nil, err
+	}
+
+	work, err := os.MkdirTemp("", "carry-export-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+
+	g := newGitRepo(filepath.Join(work, "fork"))
+	if err := extractPristine(ctx, o.Root, mods, g.Dir); err != nil {
+		return nil, err
+	}
+	if mods, err = orderModules(mods, g.Dir); err != nil {
+		return nil, err
+	}
+	if err := g.initBase(ctx); err != nil {
+		return nil, err
+	}
+	var all []*exported
+	for _, m := range mods {
+		for _, p := range m.in.Series.Patches {
+			if err := g.am(ctx, p.Path, m.loc.Dir); err != nil {
+				return nil, fmt.Errorf("%s: patch %s does not apply to %s at %s in %s: %w", m.in.Module, p.Path, repo, base, dirOrRoot(m.loc.Dir), err)
+			}
+			all = append(all, &exported{mod: m, src: p})
+		}
+		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
+	}
+
+	tmp, err := atomicfile.TempDirFor(o.OutDir)
+	if err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	files, err := g.formatPatch(ctx, tmp)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) != len(all) {
+		return nil, fmt.Errorf("git format-patch wrote %d patches for the %d of the carry", len(files), len(all))
+	}
+	for i, e := range all {
+		e.path = files[i]
+		if e.out, err = checkExported(e.src, e.path, i+1, len(all), e.mod.loc.Dir); err != nil {
+			return nil, err
+		}
+		e.res = patchResult(e, o.Root)
+	}
+	if err := checkRoundTrip(ctx, o.Root, g, mods, files); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "carry export: %d patches apply to the pristine fork and reproduce the overlay\n", len(all))
+
+	if ev.verify == nil && !o.NoVerify {
+		fmt.Fprintln(o.Progress, "carry export: running carry verify (use --verify-report FILE to quote a saved report)")
+		r, err := verify.Run(ctx, verify.Options{Root: o.Root, Progress: o.Progress})
+		if err != nil {
+			return nil, fmt.Errorf("carry verify: %w", err)
+		}
+		if !r.OK() {
+			return nil, fmt.Errorf("carry verify: the carry is NOT verified: %s", strings.Join(r.Problems, "; "))
+		}
+		ev.verify, ev.verifySource = r, "carry verify"
+	}
+
+	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base}
+	for _, m := range mods {
+		mr := ModuleResult{Module: m.in.Module, Fork: m.in.Fork, Location: m.loc, Requires: m.requires}
+		for _, e := range all {
+			if e.mod == m {
+				mr.Patches = append(mr.Patches, e.res.File)
+			}
+		}
+		res.Modules = append(res.Modules, mr)
+	}
+	for _, e := range all {
+		res.Patches = append(res.Patches, e.res)
+	}
+	res.Evidence = ev.summary()
+
+	pr, err := renderPR(res, all, ev)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, PRFile), pr, 0o644); err != nil {
+		return nil, err
+	}
+	if err := install(tmp, o.OutDir, o.Force); err != nil {
+		return nil, err
+	}
+	res.PR = filepath.Join(o.OutDir, PRFile)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches and %s to %s\n", len(all), PRFile, o.OutDir)
+	return res, nil
+}
+
+func dirOrRoot(dir string) string {
+	if dir == "" {
+		return "the repository root"
+	}
+	return dir + "/"
+}
+
+// checkOutDir refuses an output directory that exists and is not empty
+// (unless force) or is not a directory.
+func checkOutDir(dir string, force bool) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("--out %s: exists and is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if len(entries) > 0 && !force {
+		return fmt.Errorf("--out %s: exists and is not empty (%d entries); choose another directory or use --force to replace it", dir, len(entries))
+	}
+	return nil
+}
+
+// install moves the finished tmp directory to dir, replacing an empty
+// directory, or a non-empty one when force.
+func install(tmp, dir string, force bool) error {
+	if err := checkOutDir(dir, force); err != nil {
+		return err
+	}
+	if err := atomicfile.ReplaceDir(tmp, dir); err != nil {
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	return nil
+}
+
+// locate maps every carried module to its fork location and checks that
+// they all live in one repository at one commit: a pull request has one
+// base.
+func locate(ins []*overlay.Input) (mods []*carried, repo, base string, err error) {
+	var first *carried
+	dirs := map[string]string{}
+	for _, in := range ins {
+		loc, err := Locate(in.Fork.Path)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("%s: %w", in.Module, err)
+		}
+		m := &carried{in: in, loc: loc}
+		if first == nil {
+			first, repo, base = m, loc.Repo, Revision(in.Fork.Version)
+		} else if loc.Repo != repo || Revision(in.Fork.Version) != base {
+			return nil, "", "", fmt.Errorf("%s is pinned to %s@%s (repository %s at %s) but %s to %s@%s (repository %s at %s); one pull request needs one repository and commit: fix the replace directives in go.mod (`carry pins`)",
+				first.in.Module, first.in.Fork.Path, first.in.Fork.Version, repo, base,
+				in.Module, in.Fork.Path, in.Fork.Version, loc.Repo, Revision(in.Fork.Version))
+		}
+		if other, ok := dirs[loc.Dir]; ok {
+			return nil, "", "", fmt.Errorf("%s and %s both map to %s in %s", other, in.Module, dirOrRoot(loc.Dir), repo)
+		}
+		dirs[loc.Dir] = in.Module
+		mods = append(mods, m)
+	}
+	return mods, repo, base, nil
+}
+
+// extractPristine puts the verified zip of every module at its fork
+// directory under repoDir, outer directories first (a module zip never
+// contains the nested modules' files, and Extract wants an empty target).
+func extractPristine(ctx context.Context, root string, mods []*carried, repoDir string) error {
+	sorted := append([]*carried(nil), mods...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].loc.Dir < sorted[j].loc.Dir })
+	for _, m := range sorted {
+		where := fmt.Sprintf("%s (%s@%s)", m.in.Module, m.in.Fork.Path, m.in.Fork.Version)
+		d, err := modcache.FetchVerified(ctx, root, m.in.Fork, m.in.ZipHash)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if err := modcache.Extract(filepath.Join(repoDir, filepath.FromSlash(m.loc.Dir)), m.in.Fork, d.Zip); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// orderModules sorts mods into DependencyOrder using the go.mod files of
+// the pristine trees under repoDir.
+func orderModules(mods []*carried, repoDir string) ([]*carried, error) {
+	requires := map[string][]string{}
+	byName := map[string]*carried{}
+	for _, m := range mods {
+		gomod := filepath.Join(repoDir, filepath.FromSlash(m.loc.Dir), "go.mod")
+		reqs, err := goModRequires(gomod)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the pristine go.mod: %w", m.in.Module, err)
+		}
+		requires[m.in.Module] = reqs
+		byName[m.in.Module] = m
+	}
+	order, err := DependencyOrder(requires)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mods {
+		for _, r := range requires[m.in.Module] {
+			if _, ok := byName[r]; ok && r != m.in.Module && !slices.Contains(m.requires, r) {
+				m.requires = append(m.requires, r)
+			}
+		}
+		sort.Strings(m.requires)
+	}
+	out := make([]*carried, len(order))
+	for i, name := range order {
+		out[i] = byName[name]
+	}
+	return out, nil
+}
+
+func patchResult(e *exported, root string) PatchResult {
+	src := e.src.Path
+	if rel, err := filepath.Rel(root, src); err == nil && filepath.IsLocal(rel) {
+		src = filepath.ToSlash(rel)
+	}
+	r := PatchResult{File: filepath.Base(e.path), Module: e.mod.in.Module, Source: src, Subject: e.out.Header.Title}
+	for _, f := range e.out.Files {
+		name := f.NewName
+		if f.IsDelete {
+			name = f.OldName
+		}
+		r.Files = append(r.Files, name)
+		for _, fr := range f.TextFragments {
+			r.Added += int(fr.LinesAdded)
+			r.Deleted += int(fr.LinesDeleted)
+		}
+	}
+	return r
+}

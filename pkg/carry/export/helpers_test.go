@@ -1,0 +1,183 @@
+package export
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/mod/module"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+)
+
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go command not available")
+	}
+}
+
+// git runs git in dir, isolated from the user's configuration, with a fixed
+// identity, and returns stdout.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitErr(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func gitErr(dir string, args ...string) (string, error) {
+	g := newGitRepo(dir)
+	out, err := g.Run(context.Background(), args...)
+	return string(out), err
+}
+
+// patchedTrees is the independent check of an exported series: a new
+// throwaway repository holding the pristine fork modules (the go.sum
+// verified zips, through modcache) at dirs (module path -> fork directory),
+// the exported patches applied with plain `git am` (no --directory: their
+// paths are already fork paths), and each module's files read back. A
+// patch that does not apply is returned as an error.
+func patchedTrees(t *testing.T, root string, dirs map[string]string, patches []string) (map[string]map[string]string, error) {
+	t.Helper()
+	ins, err := overlay.LoadInputs(overlay.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(t.TempDir(), "fork")
+	// Outer directories first: a module zip excludes nested modules.
+	sort.Slice(ins, func(i, j int) bool { return dirs[ins[i].Module] < dirs[ins[j].Module] })
+	for _, in := range ins {
+		dir, ok := dirs[in.Module]
+		if !ok {
+			t.Fatalf("no fork directory given for %s", in.Module)
+		}
+		d, err := modcache.FetchVerified(context.Background(), root, in.Fork, in.ZipHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := modcache.Extract(filepath.Join(repo, filepath.FromSlash(dir)), in.Fork, d.Zip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "init", "-q")
+	git(t, repo, "add", "-A", "-f", ".")
+	git(t, repo, "commit", "-q", "-m", "pristine")
+	if _, err := gitErr(repo, append([]string{"am", "-q"}, patches...)...); err != nil {
+		return nil, err
+	}
+	trees := map[string]map[string]string{}
+	for _, in := range ins {
+		var skip []string
+		for mod, d := range dirs {
+			if rel, ok := strings.CutPrefix(d, dirPrefix(dirs[in.Module])); ok && mod != in.Module && rel != "" {
+				skip = append(skip, rel)
+			}
+		}
+		if dirs[in.Module] == "" {
+			skip = append(skip, ".git")
+		}
+		files, err := TreeFiles(filepath.Join(repo, filepath.FromSlash(dirs[in.Module])), skip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[in.Module] = files
+	}
+	return trees, nil
+}
+
+// overlayTrees builds the overlay of root with overlay.Run into a scratch
+// directory (leaving the repository's .overlay and go.work alone) and reads
+// each module's files.
+func overlayTrees(t *testing.T, root string) map[string]map[string]string {
+	t.Helper()
+	res, err := overlay.Run(context.Background(), overlay.Options{Root: root, OverlayDir: filepath.Join(t.TempDir(), "overlay")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trees := map[string]map[string]string{}
+	for _, m := range res.Modules {
+		files, err := TreeFiles(m.Dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trees[m.Module] = files
+	}
+	return trees
+}
+
+// exportedPatches lists the numbered patch files of an export, in order.
+func exportedPatches(t *testing.T, dir string) []string {
+	t.Helper()
+	patches, err := filepath.Glob(filepath.Join(dir, "[0-9][0-9][0-9][0-9]-*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(patches)
+	return patches
+}
+
+// compareWithOverlay fails the test unless the exported series in out,
+// applied to the pristine fork, gives the trees overlay.Run builds.
+func compareWithOverlay(t *testing.T, root, out string, dirs map[string]string) {
+	t.Helper()
+	got, err := patchedTrees(t, root, dirs, exportedPatches(t, out))
+	if err != nil {
+		t.Fatalf("the exported series does not apply to the pristine fork: %v", err)
+	}
+	want := overlayTrees(t, root)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("module trees after git am of the export differ from the overlay (-overlay +export):\n%s", diff)
+	}
+}
+
+// proxyEnv makes the go command use a file:// proxy and a module cache
+// inside the test's temporary directory.
+func proxyEnv(t *testing.T, base string) string {
+	t.Helper()
+	proxy := filepath.Join(base, "proxy")
+	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(proxy))
+	t.Setenv("GOMODCACHE", filepath.Join(base, "modcache"))
+	t.Setenv("GOFLAGS", "-modcacherw")
+	t.Setenv("GOSUMDB", "off")
+	t.Setenv("GONOSUMDB", "*")
+	t.Setenv("GOTOOLCHAIN", "local")
+	return proxy
+}
+
+// commitPatch commits the work tree of the git repository dir with the
+// given author, date and message and returns it as a module-relative
+// format-patch file, as the carry keeps them.
+func commitPatch(t *testing.T, dir, message string) string {
+	t.Helper()
+	msg := filepath.Join(t.TempDir(), "msg")
+	testfs.Write(t, msg, message)
+	git(t, dir, "add", "-A", ".")
+	author := gitexec.Repo{Dir: dir, Env: []string{
+		"GIT_AUTHOR_NAME=Carry Tester", "GIT_AUTHOR_EMAIL=tester@example.com", "GIT_AUTHOR_DATE=@1767225600 +0100",
+		"GIT_COMMITTER_NAME=c", "GIT_COMMITTER_EMAIL=c@example.com",
+	}}
+	if _, err := author.Run(context.Background(), "commit", "-q", "-F", msg); err != nil {
+		t.Fatal(err)
+	}
+	return git(t, dir, "format-patch", "-1", "--stdout", "--zero-commit", "--no-signature", "-M", "HEAD")
+}
+
+// forkModule is a synthetic fork module served from the test proxy.
+type forkModule struct {
+	module string // module path (the go.mod's)
+	fork   module.Version
+	files  map[string]string
+}

@@ -1,0 +1,319 @@
+// Package kcpbuild links kcp's servers against the patched fork modules of the
+// overlay: either the kcp release pinned in go.mod, fetched from the module
+// proxy (module mode), or a kcp git checkout of any version (source mode).
+package kcpbuild
+
+import (
+	"context"
+	"crypto/sha256"
+	"debug/buildinfo"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
+)
+
+// DefaultCommands are the kcp servers a sharded deployment runs; all link the
+// same fork, so all carry the fix.
+var DefaultCommands = []string{"cmd/kcp", "cmd/cache-server", "cmd/kcp-front-proxy", "cmd/virtual-workspaces"}
+
+const kcpModule = "github.com/kcp-dev/kcp"
+
+// Options configures Build. Only Root is required.
+type Options struct {
+	// Root is the kcp-carry repository (go.mod with the pins, staging-patches/).
+	Root string
+	// KCPSource is a kcp git checkout to build (source mode). Empty builds the
+	// kcp release required by Root/go.mod from the module proxy (module mode).
+	KCPSource string
+	// Commands are kcp main packages relative to kcp's module root. Default
+	// DefaultCommands; in source mode those missing from the checkout are
+	// skipped.
+	Commands []string
+	// Replaces supplies local copies of modules the build cannot fetch:
+	// module path -> directory holding that module.
+	Replaces map[string]string
+	// OutDir receives the binaries. Default Root/bin, or Root/bin/GOOS_GOARCH
+	// when GOOS or GOARCH is set.
+	OutDir string
+	// GOOS and GOARCH cross-compile for another platform (CGO is always off).
+	// Empty means the go command's default.
+	GOOS, GOARCH string
+	// Progress receives a line per step and the go command's output. nil discards.
+	Progress io.Writer
+	// Now is the build date stamped in; zero means time.Now.
+	Now time.Time
+	// Pristine builds the same kcp with the same ldflags but without the
+	// carry: the carried modules stay at the fork pin. The binaries are named
+	// <command>-pristine and their version ends in -pristine; their build
+	// info must show the pinned fork, not an overlay directory.
+	Pristine bool
+	// KCPVersion is the kcp version stamped into a source-mode build of a
+	// tree without git metadata (an archive). Empty takes it from Root's
+	// go.mod when the tree pins the same fork.
+	KCPVersion string
+}
+
+// Result says what was built.
+type Result struct {
+	Mode       string            `json:"mode"`
+	KCPVersion string            `json:"kcpVersion"`
+	GitVersion string            `json:"gitVersion"`
+	Binaries   []string          `json:"binaries"`
+	Overlay    map[string]string `json:"overlay"` // carried module -> directory the binaries were linked from
+	// Pristine is set for a --pristine build; Overlay is empty then and
+	// Pins names the fork versions the binaries were checked to link.
+	Pristine bool                      `json:"pristine,omitempty"`
+	Pins     map[string]module.Version `json:"pins,omitempty"`
+}
+
+// binarySuffix is appended to each binary's name: a pristine build sits next
+// to the patched one in the same directory.
+func (o Options) binarySuffix() string {
+	if o.Pristine {
+		return "-pristine"
+	}
+	return ""
+}
+
+// Build links the kcp servers with the carry applied.
+func Build(ctx context.Context, opts Options) (*Result, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{opts: o, log: o.Progress}
+	if o.KCPSource != "" {
+		return b.sourceMode(ctx)
+	}
+	return b.moduleMode(ctx)
+}
+
+func (o Options) resolve() (Options, error) {
+	if o.Root == "" {
+		return o, fmt.Errorf("kcpbuild: Options.Root is required")
+	}
+	var err error
+	if o.Root, err = filepath.Abs(o.Root); err != nil {
+		return o, err
+	}
+	if o.OutDir == "" {
+		o.OutDir = o.defaultOutDir()
+	}
+	if o.OutDir, err = filepath.Abs(o.OutDir); err != nil {
+		return o, err
+	}
+	if len(o.Commands) == 0 {
+		o.Commands = DefaultCommands
+	}
+	for _, c := range o.Commands {
+		if !strings.HasPrefix(c, "cmd/") || strings.Contains(c, "..") {
+			return o, fmt.Errorf("--cmd %q: want a kcp main package such as cmd/kcp", c)
+		}
+	}
+	for mod, dir := range o.Replaces {
+		if err := checkReplaceDir(mod, dir); err != nil {
+			return o, err
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return o, err
+		}
+		o.Replaces[mod] = abs
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	return o, nil
+}
+
+// checkReplaceDir makes sure a --replace directory holds the module it claims
+// to, so a typo fails here rather than deep inside the go command.
+func checkReplaceDir(mod, dir string) error {
+	if err := module.CheckPath(mod); err != nil {
+		return fmt.Errorf("--replace %s=%s: %w", mod, dir, err)
+	}
+	f, err := readModFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return fmt.Errorf("--replace %s=%s: %w", mod, dir, err)
+	}
+	if f.Module == nil || f.Module.Mod.Path != mod {
+		return fmt.Errorf("--replace %s=%s: %s/go.mod declares another module path", mod, dir, dir)
+	}
+	return nil
+}
+
+type builder struct {
+	opts Options
+	log  io.Writer
+}
+
+func (b *builder) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "carry build: "+format+"\n", args...)
+}
+
+// goEnv is the environment of every go command of the build: static binaries
+// like kcp's release builds, and GOWORK chosen by the caller.
+func (b *builder) goEnv(gowork string, extraGoFlags string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOWORK=") || strings.HasPrefix(kv, "CGO_ENABLED=") || strings.HasPrefix(kv, "GOFLAGS=")
+	})
+	goflags := strings.TrimSpace(os.Getenv("GOFLAGS") + " " + extraGoFlags)
+	env = append(env, "GOWORK="+gowork, "CGO_ENABLED=0", "GOFLAGS="+goflags)
+	return append(env, b.opts.platformEnv()...)
+}
+
+// carryID is a digest of every series and patch file, so the version string
+// names the exact carry a binary was built with.
+func carryID(patchesDir string) (string, error) {
+	mods, err := overlay.CarriedModules(patchesDir)
+	if err != nil {
+		return "", err
+	}
+	if len(mods) == 0 {
+		return "", fmt.Errorf("%s: no carried modules (no series files)", patchesDir)
+	}
+	h := sha256.New()
+	for _, mod := range mods {
+		s, err := series.Load(filepath.Join(patchesDir, filepath.FromSlash(mod)))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %s\n", mod, s.Hash)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:10], nil
+}
+
+// goBuild builds the commands of the kcp module into a temporary directory and
+// moves them into OutDir only when all of them linked and show the overlay,
+// so a failed build leaves the previous binaries in place.
+func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []string, ldflags string, check func(binary string) error) ([]string, error) {
+	if err := os.MkdirAll(b.opts.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(b.opts.OutDir, ".carry-build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	args := append([]string{"build", "-ldflags", ldflags, "-o", tmp + string(os.PathSeparator)}, pkgs...)
+	b.logf("go build %s", strings.Join(pkgs, " "))
+	if err := run.goCmd(ctx, dir, b.log, args...); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) != len(pkgs) {
+		return nil, fmt.Errorf("go build produced %d binaries for %d packages", len(entries), len(pkgs))
+	}
+	for _, e := range entries {
+		if err := check(filepath.Join(tmp, e.Name())); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, e := range entries {
+		dst := filepath.Join(b.opts.OutDir, e.Name()+b.opts.binarySuffix())
+		if err := os.Rename(filepath.Join(tmp, e.Name()), dst); err != nil {
+			return nil, err
+		}
+		out = append(out, dst)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// checkOverlayLinked reads a binary's build info (what `go version -m` prints)
+// and makes sure each carried module was replaced by its overlay directory.
+func checkOverlayLinked(binary string, overlayDirs map[string]string) error {
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("reading build info of %s: %w", binary, err)
+	}
+	for mod, dir := range overlayDirs {
+		dep := findDep(info, mod)
+		if dep == nil {
+			continue // the command does not link this module
+		}
+		if dep.Replace == nil || filepath.Clean(dep.Replace.Path) != filepath.Clean(dir) {
+			got := "no replacement"
+			if dep.Replace != nil {
+				got = dep.Replace.Path + "@" + dep.Replace.Version
+			}
+			return fmt.Errorf("%s links %s from %s, not from the overlay %s", binary, mod, got, dir)
+		}
+	}
+	return nil
+}
+
+// checkPristineLinked makes sure each carried module the binary links comes
+// from its fork pin (a module version), never from a directory: proof that
+// no overlay went into a pristine build.
+func checkPristineLinked(binary string, pins map[string]module.Version) error {
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("reading build info of %s: %w", binary, err)
+	}
+	for mod, pin := range pins {
+		dep := findDep(info, mod)
+		if dep == nil {
+			continue
+		}
+		if dep.Replace == nil || dep.Replace.Path != pin.Path || dep.Replace.Version != pin.Version {
+			got := "no replacement"
+			if dep.Replace != nil {
+				got = strings.TrimSuffix(dep.Replace.Path+"@"+dep.Replace.Version, "@")
+			}
+			return fmt.Errorf("%s links %s from %s, not from the pristine fork %s@%s", binary, mod, got, pin.Path, pin.Version)
+		}
+	}
+	return nil
+}
+
+// Variant says whether a kcp binary links the carry: "patched" when a carried
+// module is replaced by a directory (the overlay), "pristine" when it comes
+// from a module version, and an error when the binary links none of mods.
+func Variant(binary string, mods []string) (string, error) {
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return "", fmt.Errorf("reading build info of %s: %w", binary, err)
+	}
+	for _, mod := range mods {
+		dep := findDep(info, mod)
+		if dep == nil {
+			continue
+		}
+		if dep.Replace != nil && modfile.IsDirectoryPath(dep.Replace.Path) {
+			return "patched", nil
+		}
+		return "pristine", nil
+	}
+	return "", fmt.Errorf("%s links none of %s", binary, strings.Join(mods, ", "))
+}
+
+func findDep(info *buildinfo.BuildInfo, path string) *debug.Module {
+	for _, d := range info.Deps {
+		if d.Path == path {
+			return d
+		}
+	}
+	return nil
+}

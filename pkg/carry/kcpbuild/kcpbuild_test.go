@@ -1,0 +1,373 @@
+package kcpbuild
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/txtar"
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
+)
+
+func TestLDFlags(t *testing.T) {
+	v := VersionInfo{
+		KubeVersion: "v1.36.0",
+		KCPDescribe: "v0.32.3",
+		GitCommit:   "08be0a1c8de2",
+		TreeState:   "clean",
+		CarryID:     "0123456789",
+		BuildDate:   time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+	}
+	if got, want := v.GitVersion(), "v1.36.0+kcp-v0.32.3-carry-0123456789"; got != want {
+		t.Errorf("GitVersion() = %q, want %q", got, want)
+	}
+	flags, err := v.LDFlags()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"-X k8s.io/component-base/version.gitVersion=v1.36.0+kcp-v0.32.3-carry-0123456789",
+		"-X k8s.io/client-go/pkg/version.gitMajor=1",
+		"-X k8s.io/client-go/pkg/version.gitMinor=36",
+		"-X k8s.io/component-base/version.gitCommit=08be0a1c8de2",
+		"-X k8s.io/component-base/version.gitTreeState=clean",
+		"-X k8s.io/client-go/pkg/version.buildDate=2026-11-30T09:00:00Z",
+		"-extldflags '-static'",
+	} {
+		if !strings.Contains(flags, want) {
+			t.Errorf("LDFlags() lacks %q:\n%s", want, flags)
+		}
+	}
+
+	v.KubeVersion = "master"
+	if _, err := v.LDFlags(); err == nil {
+		t.Error("LDFlags() accepted a k8s.io/kubernetes version without major.minor")
+	}
+}
+
+func TestUnfetchableErrorNamesModuleAndRemedies(t *testing.T) {
+	err := &UnfetchableError{
+		Required:   "github.com/kcp-dev/virtual-workspace-framework",
+		Fetched:    module.Version{Path: "github.com/kcp-dev/kcp/staging/src/github.com/kcp-dev/virtual-workspace-framework", Version: "v0.0.0-20260702132208-08be0a1c8de2"},
+		Reason:     "403 Forbidden",
+		KCPVersion: "v0.32.3",
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"module github.com/kcp-dev/virtual-workspace-framework (pinned to github.com/kcp-dev/kcp/staging/src/github.com/kcp-dev/virtual-workspace-framework@v0.0.0-20260702132208-08be0a1c8de2) cannot be fetched: 403 Forbidden",
+		"carry build --kcp-source /path/to/kcp",
+		"carry build --replace github.com/kcp-dev/virtual-workspace-framework=/path/to/its/source",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+}
+
+// TestFindUnfetchable runs the real go command on a module whose replaced
+// requirement cannot be downloaded, and checks that the module
+// is reported by the path the importer requires.
+func TestFindUnfetchable(t *testing.T) {
+	dir := t.TempDir()
+	testfs.WriteTree(t, dir, map[string]string{
+		"go.mod":  "module example.com/app\n\ngo 1.26.0\n\nrequire example.com/missing v1.0.0\n\nreplace example.com/missing => example.com/missing-fork v1.0.0\n",
+		"main.go": "package main\n\nimport _ \"example.com/missing/pkg\"\n\nfunc main() {}\n",
+	})
+	// An empty file:// proxy answers "not found" for every module, like a
+	// proxy that does not serve the module.
+	proxy := t.TempDir()
+	run := runner{env: append(os.Environ(), "GOWORK=off", "GOPROXY=file://"+filepath.ToSlash(proxy), "GONOSUMDB=example.com", "GOFLAGS=-mod=mod", "GOMODCACHE="+t.TempDir())}
+	replaces := map[module.Version]string{{Path: "example.com/missing-fork", Version: "v1.0.0"}: "example.com/missing"}
+	got, err := findUnfetchable(context.Background(), run, dir, []string{"."}, replaces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil {
+		t.Fatal("no unfetchable module found")
+	}
+	if got.Required != "example.com/missing" || got.Fetched != (module.Version{Path: "example.com/missing-fork", Version: "v1.0.0"}) {
+		t.Errorf("got required %s fetched %v, want example.com/missing fetched example.com/missing-fork@v1.0.0", got.Required, got.Fetched)
+	}
+}
+
+func TestSourceModeRejectsNonCheckouts(t *testing.T) {
+	root := repoRoot(t)
+	notKCP := t.TempDir()
+	testfs.WriteTree(t, notKCP, map[string]string{"go.mod": "module example.com/other\n\ngo 1.26.0\n", "cmd/kcp/main.go": "package main\n"})
+	noCmd := t.TempDir()
+	testfs.WriteTree(t, noCmd, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n\ngo 1.26.0\n"})
+	for name, dir := range map[string]string{
+		"missing":      filepath.Join(t.TempDir(), "nope"),
+		"other module": notKCP,
+		"no cmd/kcp":   noCmd,
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := t.TempDir()
+			_, err := Build(context.Background(), Options{Root: root, KCPSource: dir, OutDir: out})
+			var srcErr *SourceError
+			if !errors.As(err, &srcErr) {
+				t.Fatalf("Build() error = %v, want a *SourceError", err)
+			}
+			if !strings.Contains(err.Error(), "--kcp-source "+dir) {
+				t.Errorf("error does not name the flag and directory: %v", err)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) != 0 {
+				t.Errorf("output directory not empty after a refused build: %v", entries)
+			}
+		})
+	}
+}
+
+// TestModuleModeNamesUnfetchableModule builds the pinned kcp release the way
+// `carry build` does. On machines whose module proxy does not serve kcp's
+// virtual-workspace-framework it must stop with the one clear message; where
+// the whole graph is reachable it must link bin/kcp from the overlay.
+func TestModuleModeNamesUnfetchableModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("downloads kcp's module graph")
+	}
+	root := repoRoot(t)
+	out := t.TempDir()
+	res, err := Build(context.Background(), Options{Root: root, OutDir: out, Commands: []string{"cmd/kcp"}, Progress: testWriter{t}})
+	var unfetchable *UnfetchableError
+	switch {
+	case errors.As(err, &unfetchable):
+		if unfetchable.Required != "github.com/kcp-dev/virtual-workspace-framework" {
+			t.Errorf("unfetchable module = %s, want github.com/kcp-dev/virtual-workspace-framework", unfetchable.Required)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 0 {
+			t.Errorf("output directory not empty after a failed build: %v", entries)
+		}
+	case err != nil:
+		t.Fatalf("Build() failed without naming an unfetchable module: %v", err)
+	default:
+		t.Logf("the whole kcp graph was reachable; built %v", res.Binaries)
+		checkGoVersionShowsOverlay(t, res.Binaries[0], res.Overlay)
+	}
+}
+
+// TestSourceModeBuildsSyntheticCheckout builds a tree shaped like a kcp
+// checkout and checks that the binary links the overlay (go version -m), runs
+// the patched code, and carries kcp's version stamp with the carry mark. The
+// same tree built with the pristine fork is the positive control.
+func TestSourceModeBuildsSyntheticCheckout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles k8s.io/apiserver")
+	}
+	root := repoRoot(t)
+	checkout := syntheticCheckout(t, root)
+	out := t.TempDir()
+
+	res, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Progress: testWriter{t}})
+	if err != nil {
+		t.Fatalf("Build() = %v", err)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(out, "kcp")}, res.Binaries); diff != "" {
+		t.Errorf("binaries (-want +got):\n%s", diff)
+	}
+	bin := res.Binaries[0]
+	checkGoVersionShowsOverlay(t, bin, res.Overlay)
+
+	probe := runProbe(t, bin)
+	if v := probe["gitVersion"]; !strings.HasPrefix(v, "v1.36.0+kcp-v0.99.0-carry-") {
+		t.Errorf("gitVersion = %q, want v1.36.0+kcp-v0.99.0-carry-<id>", v)
+	}
+	if probe["sdk"] != "staging/src/github.com/kcp-dev/sdk" {
+		t.Errorf("the checkout's local staging replace was not used: %v", probe)
+	}
+
+	// Positive control: the same checkout built with --pristine links the
+	// fork at its pin, and the build info checks tell the two apart.
+	pres, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Progress: testWriter{t}, Pristine: true})
+	if err != nil {
+		t.Fatalf("Build(Pristine) = %v", err)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(out, "kcp-pristine")}, pres.Binaries); diff != "" {
+		t.Errorf("pristine binaries (-want +got):\n%s", diff)
+	}
+	pristine := pres.Binaries[0]
+	if v := runProbe(t, pristine)["gitVersion"]; v != "v1.36.0+kcp-v0.99.0-pristine" {
+		t.Errorf("pristine gitVersion = %q, want v1.36.0+kcp-v0.99.0-pristine", v)
+	}
+	if err := checkOverlayLinked(pristine, res.Overlay); err == nil {
+		t.Errorf("the pristine build of the checkout passed the overlay check")
+	}
+	if err := checkPristineLinked(bin, pres.Pins); err == nil {
+		t.Errorf("the patched build of the checkout passed the pristine check")
+	}
+	mods := []string{"k8s.io/apiserver"}
+	for bin, want := range map[string]string{bin: "patched", pristine: "pristine"} {
+		if got, err := Variant(bin, mods); err != nil || got != want {
+			t.Errorf("Variant(%s) = %q, %v; want %q", bin, got, err, want)
+		}
+	}
+}
+
+// A tree without git metadata (an archive) takes its version from
+// --kcp-version, or from Root's go.mod when it pins the same fork; a tree
+// pinning another fork without --kcp-version is refused.
+func TestSourceVersionWithoutGit(t *testing.T) {
+	root := repoRoot(t)
+	ours, err := overlay.PinsFromGoMod(filepath.Join(root, "go.mod"), []string{"k8s.io/apiserver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := t.TempDir()
+	b := &builder{opts: Options{Root: root}, log: testWriter{t}}
+	v, err := b.sourceVersionInfo(context.Background(), archive, ours)
+	if err != nil || v.KCPDescribe != "v0.32.3" {
+		t.Errorf("same pins: KCPDescribe = %q, %v; want v0.32.3 from go.mod", v.KCPDescribe, err)
+	}
+	b.opts.KCPVersion = "v0.32.9"
+	if v, err := b.sourceVersionInfo(context.Background(), archive, ours); err != nil || v.KCPDescribe != "v0.32.9" {
+		t.Errorf("--kcp-version: KCPDescribe = %q, %v; want v0.32.9", v.KCPDescribe, err)
+	}
+	b.opts.KCPVersion = ""
+	other := map[string]module.Version{"k8s.io/apiserver": {Path: ours["k8s.io/apiserver"].Path, Version: "v0.0.0-20990101000000-aaaaaaaaaaaa"}}
+	var serr *SourceError
+	if _, err := b.sourceVersionInfo(context.Background(), archive, other); !errors.As(err, &serr) || !strings.Contains(err.Error(), "--kcp-version") {
+		t.Errorf("other pins without --kcp-version: err = %v, want a SourceError naming --kcp-version", err)
+	}
+}
+
+func checkGoVersionShowsOverlay(t *testing.T, bin string, overlay map[string]string) {
+	t.Helper()
+	out, err := exec.Command("go", "version", "-m", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m %s: %v\n%s", bin, err, out)
+	}
+	for mod, dir := range overlay {
+		found := false
+		lines := strings.Split(string(out), "\n")
+		for i, line := range lines {
+			f := strings.Fields(line)
+			if len(f) >= 2 && f[0] == "dep" && f[1] == mod {
+				if i+1 < len(lines) {
+					next := strings.Fields(lines[i+1])
+					found = len(next) >= 2 && next[0] == "=>" && next[1] == dir
+				}
+			}
+		}
+		if !found {
+			t.Errorf("go version -m %s does not show %s replaced by %s:\n%s", bin, mod, dir, out)
+		}
+	}
+}
+
+func runProbe(t *testing.T, bin string) map[string]string {
+	t.Helper()
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", bin, err)
+	}
+	kv := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		kv[k] = v
+	}
+	return kv
+}
+
+// syntheticCheckout extracts test/testdata/kcp-checkout.txtar, adds the
+// repository's k8s.io fork pins and go.sum, tidies it and commits it as tag
+// v0.99.0, like a kcp release checkout.
+func syntheticCheckout(t *testing.T, root string) string {
+	t.Helper()
+	ar, err := txtar.ParseFile(filepath.Join(root, "test", "testdata", "kcp-checkout.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{}
+	for _, f := range ar.Files {
+		files[f.Name] = string(f.Data)
+	}
+	testfs.WriteTree(t, dir, files)
+
+	rootMod, err := readModFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goModPath := filepath.Join(dir, "go.mod")
+	data, err := os.ReadFile(goModPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(goModPath, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rootMod.Replace {
+		if strings.HasPrefix(r.Old.Path, "k8s.io/") {
+			if err := f.AddReplace(r.Old.Path, r.Old.Version, r.New.Path, r.New.Version); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	data, err = f.Format()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfs.WriteTree(t, dir, map[string]string{"go.mod": string(data)})
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfs.WriteTree(t, dir, map[string]string{"go.sum": string(sum)})
+	goCommand(t, dir, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "mod", "tidy")
+
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"add", "-A"},
+		{"-c", "user.name=carry test", "-c", "user.email=carry@example.invalid", "commit", "-q", "-m", "synthetic kcp"},
+		{"tag", "v0.99.0"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func goCommand(t *testing.T, dir string, env []string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %v in %s: %v\n%s", args, dir, err, out)
+	}
+}
+
+// repoRoot is the kcp-carry checkout this test runs in.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := reporoot.Find(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "staging-patches")); err != nil {
+		t.Fatalf("%s is not the repository root: %v", dir, err)
+	}
+	return dir
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,143 @@
+package evidence
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+)
+
+// CLI is a parsed evidence command line.
+type CLI struct {
+	Options Options
+	// Out is the directory the report goes to.
+	Out     string
+	Verbose bool
+	// RenderOnly re-renders the report from Out/duel.json, measuring nothing.
+	RenderOnly bool
+	// KCP, when --kcp-patched and --kcp-pristine are given, adds the
+	// measurements on real kcp.
+	KCP *KCPOptions
+}
+
+// ErrHelp is returned by ParseArgs for -h/--help (usage was printed).
+var ErrHelp = flag.ErrHelp
+
+const usageHead = `Usage: evidence [flags]
+
+Runs the same hammer load against the test shard linked against the
+pristine fork (GOWORK=off) and the one linked against the carry (go.work),
+one at a time, and writes DIR/duel.json, DIR/lists-per-second.svg and
+DIR/README.md (quoting DIR/benchstat.txt from make bench, if present):
+  - the duel: the full load until its bound or the shard's death;
+  - a single lister, no writers, in alternating rounds: the throughput ratio;
+  - listers only, more at each step: throughput, and whether pristine dies.
+A run that fails leaves the previous report in place.
+
+Exit codes: 0 report written, 1 the measurement failed, 2 usage.
+
+Flags:
+`
+
+// ParseArgs parses the command line (without the program name); root is the
+// repository. Usage and errors go to stderr; a bad flag is an error naming it.
+func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
+	d := DefaultOptions()
+	d.Root = root
+	fs := flag.NewFlagSet("evidence", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
+	}
+	cli := &CLI{Options: d}
+	o := &cli.Options
+	fs.StringVar(&cli.Out, "out", filepath.Join(root, "evidence"), "directory of the report")
+	fs.StringVar(&o.PristineBinary, "pristine-binary", "", "prebuilt pristine test shard (default: build it, GOWORK=off, into bin/shards)")
+	fs.StringVar(&o.PatchedBinary, "patched-binary", "", "prebuilt patched test shard (default: build it with go.work into bin/shards)")
+	fs.DurationVar(&o.Duration, "duration", d.Duration, "duel: bound of the load on each shard")
+	fs.Int64Var(&o.MaxRequests, "max-requests", d.MaxRequests, "duel: request budget on each shard")
+	fs.IntVar(&o.Listers, "listers", d.Listers, "duel: listers (the hammer's default mix of variants)")
+	fs.IntVar(&o.Watchers, "watchers", d.Watchers, "duel: watchers")
+	fs.IntVar(&o.Writers, "writers", d.Writers, "duel: label writers")
+	fs.DurationVar(&o.StepDuration, "step-duration", d.StepDuration, "single-lister rounds and scaling steps: bound of each run")
+	fs.Int64Var(&o.StepMaxRequests, "step-max-requests", d.StepMaxRequests, "single-lister rounds and scaling steps: request budget of each run")
+	fs.IntVar(&o.Rounds, "rounds", d.Rounds, "single-lister rounds per shard")
+	steps := fs.String("steps", joinInts(d.Steps), "scaling: numbers of listers, growing, comma-separated")
+	variant := fs.String("step-lister", d.StepVariant.Name(), "single-lister and scaling: the variant of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
+	clusters := fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed, comma-separated")
+	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
+	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
+	k := KCPOptions{Ratio: DefaultRatioOptions()}
+	fs.StringVar(&k.PatchedBinary, "kcp-patched", "", "real kcp: the kcp built with the carry (bin/kcp); with --kcp-pristine adds the real-kcp section")
+	fs.StringVar(&k.PristineBinary, "kcp-pristine", "", "real kcp: the same kcp built without it (bin/kcp-pristine)")
+	fs.IntVar(&k.Ratio.Objects, "kcp-objects", k.Ratio.Objects, "real kcp, single client: ClusterRoles in all, spread over the workspaces")
+	fs.IntVar(&k.Ratio.Workspaces, "kcp-workspaces", k.Ratio.Workspaces, "real kcp, single client: logical clusters holding them (root and N-1 workspaces)")
+	fs.IntVar(&k.Ratio.Annotations, "kcp-annotations", k.Ratio.Annotations, "real kcp, single client: extra annotations per ClusterRole")
+	fs.IntVar(&k.Ratio.Rounds, "kcp-rounds", k.Ratio.Rounds, "real kcp, single client: rounds, alternating which kcp goes first")
+	fs.DurationVar(&k.Ratio.Duration, "kcp-duration", k.Ratio.Duration, "real kcp, single client: bound of each run (partial and full LISTs each)")
+	kcpLister := fs.String("kcp-lister", k.Ratio.Lister.Name(), "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
+	fs.BoolVar(&cli.Verbose, "v", false, "log the hammer's phases")
+	fs.BoolVar(&cli.RenderOnly, "render-only", false, "measure nothing: render the chart and README.md again from DIR/duel.json (e.g. to quote a new benchstat.txt)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var errs []error
+	o.Steps = nil
+	for _, f := range strings.Split(*steps, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--steps: %q is not a number", f))
+			continue
+		}
+		o.Steps = append(o.Steps, n)
+	}
+	v, err := hammer.ParseListerVariant(*variant)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--step-lister: %w", err))
+	}
+	o.StepVariant = v
+	if k.PatchedBinary != "" || k.PristineBinary != "" {
+		if k.PatchedBinary == "" || k.PristineBinary == "" {
+			errs = append(errs, errors.New("--kcp-patched and --kcp-pristine go together"))
+		}
+		kv, err := hammer.ParseListerVariant(*kcpLister)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--kcp-lister: %w", err))
+		}
+		k.Ratio.Lister = kv
+		if err := k.Ratio.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		cli.KCP = &k
+	}
+	o.Clusters = nil
+	for _, c := range strings.Split(*clusters, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			o.Clusters = append(o.Clusters, c)
+		}
+	}
+	if cli.Out == "" {
+		errs = append(errs, errors.New("--out: empty"))
+	}
+	if len(errs) == 0 {
+		if err := o.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cli, nil
+}

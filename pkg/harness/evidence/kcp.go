@@ -1,0 +1,371 @@
+package evidence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
+)
+
+// KCPOptions configure the measurements on real kcp: the duel load of
+// Options against each kcp binary, then the single-client ratio.
+type KCPOptions struct {
+	// PatchedBinary (bin/kcp) and PristineBinary (bin/kcp-pristine) are
+	// kcp builds with and without the carry (carry build [--pristine]).
+	PatchedBinary  string
+	PristineBinary string
+	// Ratio configures the single-client rounds.
+	Ratio RatioOptions
+	// Logf receives a line per run; nil discards.
+	Logf func(format string, args ...any)
+	// HammerLogf receives the hammer's phase messages; nil discards.
+	HammerLogf func(format string, args ...any)
+}
+
+// RatioOptions configure the single-client ratio on real kcp: Objects
+// ClusterRoles spread over Workspaces logical clusters (root and
+// Workspaces-1 new workspaces), each with Annotations extra annotations;
+// Rounds rounds alternating which kcp goes first, each measuring one
+// client's wildcard partial-metadata LISTs (Lister) and its full-object
+// LISTs of the same objects for Duration each.
+type RatioOptions struct {
+	Objects     int
+	Workspaces  int
+	Annotations int
+	Rounds      int
+	Duration    time.Duration
+	Lister      hammer.ListerVariant
+}
+
+// DefaultRatioOptions are `make evidence`'s.
+func DefaultRatioOptions() RatioOptions {
+	return RatioOptions{
+		Objects:     150,
+		Workspaces:  3,
+		Annotations: hammer.DefaultOptions().Annotations,
+		Rounds:      6,
+		Duration:    10 * time.Second,
+		Lister:      hammer.ListerVariant{MetaVersion: "v1", ResourceVersion: "0"},
+	}
+}
+
+// Validate names the flag of the first bad option.
+func (r RatioOptions) Validate() error {
+	var errs []error
+	if r.Objects < 1 || r.Objects > 100000 {
+		errs = append(errs, fmt.Errorf("--kcp-objects: must be in [1, 100000], got %d", r.Objects))
+	}
+	if r.Workspaces < 1 || r.Workspaces > 20 {
+		errs = append(errs, fmt.Errorf("--kcp-workspaces: must be in [1, 20], got %d", r.Workspaces))
+	}
+	if r.Annotations < 0 || r.Annotations > 100 {
+		errs = append(errs, fmt.Errorf("--kcp-annotations: must be in [0, 100], got %d", r.Annotations))
+	}
+	if r.Rounds < 1 || r.Rounds > 50 {
+		errs = append(errs, fmt.Errorf("--kcp-rounds: must be in [1, 50], got %d", r.Rounds))
+	}
+	if r.Duration <= 0 || r.Duration > maxDuration {
+		errs = append(errs, fmt.Errorf("--kcp-duration: must be in (0, %s], got %s", maxDuration, r.Duration))
+	}
+	if r.Lister.KCPMetadataClient || r.Lister.Paged {
+		errs = append(errs, fmt.Errorf("--kcp-lister: want a plain v1 or v1beta1 lister, got %s", r.Lister.Name()))
+	}
+	return errors.Join(errs...)
+}
+
+// kcpWorkspaceNames are the workspaces the measurements create under root.
+func kcpWorkspaceNames(n int) []string {
+	var names []string
+	for i := 1; i < n; i++ {
+		names = append(names, fmt.Sprintf("evidence-%d", i))
+	}
+	return names
+}
+
+// kcpSlot is one kcp binary and its running server, if any.
+type kcpSlot struct {
+	variant string
+	binary  string
+	work    string
+	n       int
+	srv     *kcpserver.Server
+	logf    func(string, ...any)
+}
+
+// fresh stops the running kcp, if any, and starts one on a new root
+// directory with the workspaces; it returns the logical clusters.
+func (s *kcpSlot) fresh(ctx context.Context, workspaces int) ([]string, error) {
+	s.stop()
+	s.n++
+	dir := filepath.Join(s.work, fmt.Sprintf("%s-%d", s.variant, s.n))
+	srv, err := kcpserver.Start(ctx, kcpserver.Options{Binary: s.binary, RootDir: dir, Progress: s.logf})
+	if err != nil {
+		return nil, fmt.Errorf("%s kcp: %w", s.variant, err)
+	}
+	s.srv = srv
+	clusters, err := srv.CreateWorkspaces(ctx, kcpWorkspaceNames(workspaces))
+	if err != nil {
+		return nil, fmt.Errorf("%s kcp: %w", s.variant, err)
+	}
+	return append([]string{"root"}, clusters...), nil
+}
+
+func (s *kcpSlot) stop() {
+	if s.srv != nil {
+		_ = s.srv.Stop()
+		s.srv = nil
+	}
+}
+
+func newKCPSlots(k *KCPOptions) (pristine, patched *kcpSlot, cleanup func(), err error) {
+	work, err := os.MkdirTemp("", "kcp-carry-evidence-kcp-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logf := k.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	pristine = &kcpSlot{variant: duel.Pristine, binary: k.PristineBinary, work: work, logf: logf}
+	patched = &kcpSlot{variant: duel.Patched, binary: k.PatchedBinary, work: work, logf: logf}
+	cleanup = func() {
+		pristine.stop()
+		patched.stop()
+		_ = os.RemoveAll(work)
+	}
+	for _, s := range []*kcpSlot{pristine, patched} {
+		if _, err := os.Stat(s.binary); err != nil {
+			cleanup()
+			return nil, nil, nil, fmt.Errorf("the %s kcp binary: %w", s.variant, err)
+		}
+	}
+	return pristine, patched, cleanup, nil
+}
+
+// RunKCP measures on real kcp: the duel load of o against a fresh stock and
+// a fresh patched kcp (root plus o.Clusters-many-minus-one workspaces), then
+// the single-client ratio.
+func RunKCP(ctx context.Context, o Options, k KCPOptions) (*duel.RealKCP, error) {
+	if err := k.Ratio.Validate(); err != nil {
+		return nil, err
+	}
+	pristine, patched, cleanup, err := newKCPSlots(&k)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	out := &duel.RealKCP{Binaries: []duel.Shard{
+		{Variant: duel.Pristine, Binary: k.PristineBinary, Build: "carry build --kcp-source <kcp v0.32.3> --cmd cmd/kcp --pristine"},
+		{Variant: duel.Patched, Binary: k.PatchedBinary, Build: "carry build --kcp-source <kcp v0.32.3> --cmd cmd/kcp"},
+	}}
+	load := o.duelLoad()
+	load.Logf = k.HammerLogf
+	out.Duel.Load = loadOf(load)
+	for _, x := range []struct {
+		s   *kcpSlot
+		out *duel.Run
+	}{{pristine, &out.Duel.Pristine}, {patched, &out.Duel.Patched}} {
+		clusters, err := x.s.fresh(ctx, len(o.Clusters))
+		if err != nil {
+			return nil, err
+		}
+		out.Clusters = clusters
+		l := load
+		l.Clusters = clusters
+		if *x.out, err = runOnKCP(ctx, x.s, "kcp duel", l, k.Logf); err != nil {
+			return nil, err
+		}
+		x.s.stop()
+	}
+	ratio, err := measureRatio(ctx, pristine, patched, k)
+	if err != nil {
+		return nil, err
+	}
+	out.Ratio = *ratio
+	return out, nil
+}
+
+// MeasureKCPRatio is the single-client ratio alone: it starts a stock and a
+// patched kcp, seeds both alike and measures k.Ratio's rounds.
+func MeasureKCPRatio(ctx context.Context, k KCPOptions) (*duel.KCPRatio, error) {
+	if err := k.Ratio.Validate(); err != nil {
+		return nil, err
+	}
+	pristine, patched, cleanup, err := newKCPSlots(&k)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	return measureRatio(ctx, pristine, patched, k)
+}
+
+// runOnKCP runs a load against the slot's kcp and files it.
+func runOnKCP(ctx context.Context, s *kcpSlot, what string, load hammer.Options, logf func(string, ...any)) (duel.Run, error) {
+	load.Config = s.srv.Config()
+	load.ServerExited = s.srv.Done()
+	rep, err := hammer.Run(ctx, load)
+	if err != nil {
+		return duel.Run{}, fmt.Errorf("%s, %s kcp: %w", what, s.variant, err)
+	}
+	var fatal *process.Fatal
+	if rep.Death.Died || s.srv.Died() {
+		select {
+		case <-s.srv.Done():
+			fatal = s.srv.Fatal()
+		case <-time.After(deathGrace):
+		case <-ctx.Done():
+			return duel.Run{}, ctx.Err()
+		}
+	} else if rep.Error != "" {
+		return duel.Run{}, fmt.Errorf("%s, %s kcp: the hammer failed: %s", what, s.variant, rep.Error)
+	}
+	r := runOf(s.variant, rep, fatal, true)
+	if logf != nil {
+		logf("evidence: %-26s %-8s %s", what, s.variant, describeRun(r))
+	}
+	return r, nil
+}
+
+// measureRatio starts both kcps fresh, seeds the same objects into both,
+// and runs the rounds.
+func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions) (*duel.KCPRatio, error) {
+	ro := k.Ratio
+	perCluster := (ro.Objects + ro.Workspaces - 1) / ro.Workspaces
+	out := &duel.KCPRatio{Objects: perCluster * ro.Workspaces, Workspaces: ro.Workspaces, Annotations: ro.Annotations, Lister: ro.Lister.Name(), Bound: ro.Duration}
+	seed := hammer.DefaultOptions()
+	seed.Resources = []hammer.Resource{hammer.ClusterRoles}
+	seed.Objects = perCluster
+	seed.Annotations = ro.Annotations
+	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 0
+	seed.Duration = time.Second
+	seed.NoVerify = true
+	seed.SyncTimeout = 5 * time.Minute
+	seed.Logf = k.HammerLogf
+	for _, s := range []*kcpSlot{pristine, patched} {
+		clusters, err := s.fresh(ctx, ro.Workspaces)
+		if err != nil {
+			return nil, err
+		}
+		seed.Clusters = clusters
+		seed.Config = s.srv.Config()
+		seed.ServerExited = s.srv.Done()
+		rep, err := hammer.Run(ctx, seed)
+		if err != nil {
+			return nil, fmt.Errorf("seeding the %s kcp: %w", s.variant, err)
+		}
+		if rep.Error != "" || rep.Death.Died {
+			return nil, fmt.Errorf("seeding the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
+		}
+		if k.Logf != nil {
+			k.Logf("evidence: seeded %d ClusterRoles (%d annotations each) in %d logical clusters of the %s kcp", rep.Seed.Objects, ro.Annotations, len(clusters), s.variant)
+		}
+	}
+	for i := 0; i < ro.Rounds; i++ {
+		order := []*kcpSlot{pristine, patched}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		rd := duel.KCPRound{First: order[0].variant}
+		partial := map[string]duel.Rated{}
+		full := map[string]duel.Rated{}
+		for _, s := range order {
+			p, err := partialRate(ctx, s, ro, k.HammerLogf)
+			if err != nil {
+				return nil, err
+			}
+			f, err := fullRate(ctx, s, ro)
+			if err != nil {
+				return nil, err
+			}
+			partial[s.variant], full[s.variant] = p, f
+		}
+		rd.Partial = duel.NewRatePair(partial[duel.Pristine], partial[duel.Patched])
+		rd.Full = duel.NewRatePair(full[duel.Pristine], full[duel.Patched])
+		if k.Logf != nil {
+			k.Logf("evidence: kcp round %d (%s first): partial %.1f / %.1f LIST/s = %.3f, full %.1f / %.1f LIST/s = %.3f", i+1, rd.First,
+				rd.Partial.Patched.ListsPerSecond, rd.Partial.Pristine.ListsPerSecond, rd.Partial.Ratio,
+				rd.Full.Patched.ListsPerSecond, rd.Full.Pristine.ListsPerSecond, rd.Full.Ratio)
+		}
+		out.Rounds = append(out.Rounds, rd)
+	}
+	out.Summarize()
+	return out, nil
+}
+
+// partialRate is one hammer lister of the wildcard partial-metadata LIST,
+// nothing else, for ro.Duration.
+func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf func(string, ...any)) (duel.Rated, error) {
+	h := hammer.DefaultOptions()
+	h.Config = s.srv.Config()
+	h.ServerExited = s.srv.Done()
+	h.Resources = []hammer.Resource{hammer.ClusterRoles}
+	h.Clusters = []string{"root"} // NoSeed: the objects are there; the lister is wildcard
+	h.Objects = 1
+	h.NoSeed, h.NoVerify = true, true
+	h.Listers, h.Watchers, h.Writers = 1, 0, 0
+	h.ListerVariants = []hammer.ListerVariant{ro.Lister}
+	h.Duration = ro.Duration
+	h.MaxRequests = 1 << 40
+	h.Logf = hammerLogf
+	rep, err := hammer.Run(ctx, h)
+	if err != nil {
+		return duel.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %w", s.variant, err)
+	}
+	if rep.Death.Died || rep.Error != "" {
+		return duel.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
+	}
+	return duel.NewRated(rep.Timeline.Lists(), rep.Failed, rep.LoadElapsed), nil
+}
+
+// fullRate is one client's wildcard full-object LISTs of the ClusterRoles
+// (plain JSON, the same resourceVersion), read to the end, for ro.Duration.
+func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (duel.Rated, error) {
+	cfg := s.srv.Config()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return duel.Rated{}, err
+	}
+	url := cfg.Host + "/clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles"
+	if ro.Lister.ResourceVersion != "" {
+		url += "?resourceVersion=" + ro.Lister.ResourceVersion
+	}
+	var lists, failed int64
+	start := time.Now()
+	for time.Since(start) < ro.Duration {
+		if err := ctx.Err(); err != nil {
+			return duel.Rated{}, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return duel.Rated{}, err
+		}
+		req.Header.Set("Accept", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			failed++
+			if s.srv.Died() {
+				return duel.Rated{}, fmt.Errorf("full-object LISTs: the %s kcp died", s.variant)
+			}
+			continue
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			failed++
+			continue
+		}
+		lists++
+	}
+	return duel.NewRated(lists, failed, time.Since(start)), nil
+}

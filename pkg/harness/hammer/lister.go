@@ -1,0 +1,177 @@
+package hammer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+	"github.com/kcp-dev/logicalcluster/v3"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
+	kcpmetadata "github.com/kcp-dev/kcp/pkg/metadata"
+)
+
+// lister runs one lister until the run ends, its budget is spent or the
+// server dies. Each LIST goes to the next resource (and, in cluster scope, the
+// next logical cluster).
+func (r *run) lister(ctx context.Context, c *client, v ListerVariant) {
+	for i := 0; ; i++ {
+		res := r.opts.Resources[i%len(r.opts.Resources)]
+		cluster := r.scopeCluster(i / len(r.opts.Resources))
+		var err error
+		if v.KCPMetadataClient {
+			err = r.listViaKCPMetadataClient(ctx, c, v, res, cluster)
+		} else {
+			err = r.listPartial(ctx, c, v, res, cluster)
+		}
+		if r.stopped(ctx, err) {
+			return
+		}
+	}
+}
+
+// scopeCluster is where the i-th partial request goes: "*" in wildcard scope,
+// else the logical clusters in turn.
+func (r *run) scopeCluster(i int) string {
+	if r.opts.Scope == ScopeWildcard {
+		return "*"
+	}
+	return r.opts.Clusters[i%len(r.opts.Clusters)]
+}
+
+// stopped says whether a worker must end after err.
+func (r *run) stopped(ctx context.Context, err error) bool {
+	if errors.Is(err, errBudget) || errors.Is(err, errRunOver) || errors.Is(err, errRunEnded) || ctx.Err() != nil || r.death.dead() {
+		return true
+	}
+	if err != nil && Classify(err) == ClassTransport {
+		// Don't spin on a server that refuses connections while the death
+		// check decides.
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// listPartial sends one partial-metadata LIST (all its pages) with a plain
+// HTTP client and checks every item.
+func (r *run) listPartial(ctx context.Context, c *client, v ListerVariant, res Resource, cluster string) error {
+	path := res.collectionPath(cluster, "")
+	cont := ""
+	for {
+		q := url.Values{}
+		if cont == "" && v.ResourceVersion != "" {
+			q.Set("resourceVersion", v.ResourceVersion)
+		}
+		if v.Paged {
+			q.Set("limit", strconv.FormatInt(r.opts.PageSize, 10))
+			if cont != "" {
+				q.Set("continue", cont)
+			}
+		}
+		var list partialList
+		_, err := c.do(ctx, request{
+			op: v.opName(), method: "GET", path: path, query: q, accept: partialmeta.ListAccept(v.MetaVersion),
+			decode: func(body []byte) error { return decodePartialList(path, body, v.MetaVersion, &list) },
+		})
+		if err != nil {
+			return err
+		}
+		if cluster == "*" {
+			for _, it := range list.Items {
+				r.apiCheck.item(v.opName(), res, it.Metadata)
+			}
+		}
+		r.partialItems.Add(int64(len(list.Items)))
+		cont = list.Metadata.Continue
+		if !v.Paged || cont == "" {
+			return nil
+		}
+	}
+}
+
+func decodePartialList(path string, body []byte, metaVersion string, into *partialList) error {
+	if err := json.Unmarshal(body, into); err != nil {
+		return &ProtocolError{Path: path, Msg: "undecodable partial list: " + err.Error()}
+	}
+	if into.Kind != "PartialObjectMetadataList" || into.APIVersion != "meta.k8s.io/"+metaVersion {
+		return &ProtocolError{Path: path, Msg: fmt.Sprintf("asked for PartialObjectMetadataList meta.k8s.io/%s, got %s %s", metaVersion, into.Kind, into.APIVersion)}
+	}
+	return nil
+}
+
+// kcpMetadataClient is built once per run: kcp's own metadata client.
+func (r *run) kcpMetadataClient() (kcpdynamic.ClusterInterface, error) {
+	r.kcpMetaOnce.Do(func() {
+		r.kcpMeta, r.kcpMetaErr = kcpmetadata.NewDynamicMetadataClusterClientForConfig(r.c.cfg)
+		if r.kcpMetaErr != nil {
+			r.kcpMetaErr = fmt.Errorf("kcp's metadata client: %w", r.kcpMetaErr)
+		}
+	})
+	return r.kcpMeta, r.kcpMetaErr
+}
+
+// listViaKCPMetadataClient sends one LIST (all its pages) through
+// github.com/kcp-dev/kcp/pkg/metadata, which asks for
+// PartialObjectMetadataList meta.k8s.io/v1 on every LIST.
+func (r *run) listViaKCPMetadataClient(ctx context.Context, c *client, v ListerVariant, res Resource, cluster string) error {
+	mc, err := r.kcpMetadataClient()
+	if err != nil {
+		return err
+	}
+	gvr := schema.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
+	opts := metav1.ListOptions{ResourceVersion: v.ResourceVersion}
+	if v.Paged {
+		opts.Limit = r.opts.PageSize
+	}
+	path := res.collectionPath(cluster, "")
+	for {
+		if c.budget != nil && !c.budget.take() {
+			return errBudget
+		}
+		if ctx.Err() != nil {
+			return errRunEnded
+		}
+		start := time.Now()
+		list, err := kcpList(ctx, c.timeout, mc, gvr, cluster, opts)
+		if err == nil && (list.GetKind() != "PartialObjectMetadataList" || list.GetAPIVersion() != "meta.k8s.io/v1") {
+			err = &ProtocolError{Path: path, Msg: fmt.Sprintf("kcp's metadata client got %s %s, want PartialObjectMetadataList meta.k8s.io/v1", list.GetKind(), list.GetAPIVersion())}
+		}
+		if err = c.record(ctx, v.opName(), start, err); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			it := &list.Items[i]
+			if cluster == "*" {
+				r.apiCheck.item(v.opName(), res, itemOf(it.GetName(), it.GetNamespace(), it.GetAnnotations()))
+			}
+		}
+		r.partialItems.Add(int64(len(list.Items)))
+		opts.Continue = list.GetContinue()
+		opts.ResourceVersion = ""
+		if !v.Paged || opts.Continue == "" {
+			return nil
+		}
+	}
+}
+
+func kcpList(ctx context.Context, timeout time.Duration, mc kcpdynamic.ClusterInterface, gvr schema.GroupVersionResource, cluster string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if cluster == "*" {
+		return mc.Resource(gvr).List(ctx, opts)
+	}
+	return mc.Cluster(logicalcluster.NewPath(cluster)).Resource(gvr).List(ctx, opts)
+}
