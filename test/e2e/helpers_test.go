@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
@@ -55,14 +57,22 @@ func maxRequests(t *testing.T) int64 {
 
 // loadOptions is the suite's load (see e2eClusters) against a shard.
 func loadOptions(t *testing.T, s *fixture.Shard) hammer.Options {
+	return suiteLoad(t, s.RESTConfig(), s.Done(), e2eClusters)
+}
+
+// suiteLoad is the suite's load against any server (the test shard or kcp):
+// 8 listers (v1, v1beta1, rv "" and "0", paged, kcp's metadata client), 2
+// wildcard watchers, 4 writers over 50 ClusterRoles and 50 ConfigMaps in each
+// of clusters, bounded by loadDuration and maxRequests.
+func suiteLoad(t *testing.T, cfg *rest.Config, exited <-chan struct{}, clusters []string) hammer.Options {
 	o := hammer.DefaultOptions()
-	o.Config = s.RESTConfig()
-	o.Clusters = e2eClusters
+	o.Config = cfg
+	o.Clusters = clusters
 	o.Objects = 50
 	o.Listers, o.Watchers, o.Writers = 8, 2, 4
 	o.Duration = loadDuration(t)
 	o.MaxRequests = maxRequests(t)
-	o.ServerExited = s.Done()
+	o.ServerExited = exited
 	o.Logf = t.Logf
 	return o
 }

@@ -104,20 +104,9 @@ func createWorkspaces(t *testing.T, s *kcpserver.Server) []string {
 	return clusters
 }
 
-// kcpLoadOptions is the shard suite's load against kcp: 8 listers (v1,
-// v1beta1, rv "" and "0", paged, kcp's metadata client), 2 wildcard watchers,
-// 4 writers over 50 ClusterRoles and 50 ConfigMaps in each logical cluster.
+// kcpLoadOptions is the suite's load (suiteLoad) against kcp.
 func kcpLoadOptions(t *testing.T, s *kcpserver.Server, clusters []string) hammer.Options {
-	o := hammer.DefaultOptions()
-	o.Config = s.Config()
-	o.Clusters = clusters
-	o.Objects = 50
-	o.Listers, o.Watchers, o.Writers = 8, 2, 4
-	o.Duration = loadDuration(t)
-	o.MaxRequests = maxRequests(t)
-	o.ServerExited = s.Done()
-	o.Logf = t.Logf
-	return o
+	return suiteLoad(t, s.Config(), s.Done(), clusters)
 }
 
 // TestRealKCPPatched: a kcp v0.32.3 built with the carry survives the load

@@ -11,11 +11,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/rogpeppe/go-internal/txtar"
-	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/internal/testkcp"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
@@ -166,7 +165,7 @@ func TestSourceModeBuildsSyntheticCheckout(t *testing.T) {
 		t.Skip("compiles k8s.io/apiserver")
 	}
 	root := repoRoot(t)
-	checkout := syntheticCheckout(t, root)
+	checkout := testkcp.Checkout(t, root, nil)
 	out := t.TempDir()
 
 	res, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Progress: testWriter{t}})
@@ -277,79 +276,6 @@ func runProbe(t *testing.T, bin string) map[string]string {
 		kv[k] = v
 	}
 	return kv
-}
-
-// syntheticCheckout extracts test/testdata/kcp-checkout.txtar, adds the
-// repository's k8s.io fork pins and go.sum, tidies it and commits it as tag
-// v0.99.0, like a kcp release checkout.
-func syntheticCheckout(t *testing.T, root string) string {
-	t.Helper()
-	ar, err := txtar.ParseFile(filepath.Join(root, "test", "testdata", "kcp-checkout.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	files := map[string]string{}
-	for _, f := range ar.Files {
-		files[f.Name] = string(f.Data)
-	}
-	testfs.WriteTree(t, dir, files)
-
-	rootMod, err := readModFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	goModPath := filepath.Join(dir, "go.mod")
-	data, err := os.ReadFile(goModPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := modfile.Parse(goModPath, data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rootMod.Replace {
-		if strings.HasPrefix(r.Old.Path, "k8s.io/") {
-			if err := f.AddReplace(r.Old.Path, r.Old.Version, r.New.Path, r.New.Version); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	data, err = f.Format()
-	if err != nil {
-		t.Fatal(err)
-	}
-	testfs.WriteTree(t, dir, map[string]string{"go.mod": string(data)})
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testfs.WriteTree(t, dir, map[string]string{"go.sum": string(sum)})
-	goCommand(t, dir, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "mod", "tidy")
-
-	for _, args := range [][]string{
-		{"init", "-q"},
-		{"add", "-A"},
-		{"-c", "user.name=carry test", "-c", "user.email=carry@example.invalid", "commit", "-q", "-m", "synthetic kcp"},
-		{"tag", "v0.99.0"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
-}
-
-func goCommand(t *testing.T, dir string, env []string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %v in %s: %v\n%s", args, dir, err, out)
-	}
 }
 
 // repoRoot is the kcp-carry checkout this test runs in.
