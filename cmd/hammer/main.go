@@ -1,13 +1,15 @@
 // Command hammer drives a kcp shard (or the kcp-carry test shard) with
 // concurrent wildcard partial-metadata LISTs and WATCHes and label writers,
 // and checks the kcp.io/original-api-version carry: see pkg/harness/hammer and
-// `hammer --help`. Exit codes: 0 clean, 1 hammer failed, 2 usage, 3 server
-// died, 4 check violated, 5 server answered 5xx.
+// `hammer --help`; its flags are parsed here (options.go). Exit codes: 0
+// clean, 1 hammer failed or nothing checked, 2 usage, 3 server died, 4 check
+// violated, 5 server answered 5xx.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,8 +23,8 @@ func main() {
 }
 
 func run() int {
-	cli, err := hammer.ParseArgs(os.Args[1:], os.Stderr)
-	if errors.Is(err, hammer.ErrHelp) {
+	cli, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
 		return hammer.ExitClean
 	}
 	if err != nil {
@@ -32,8 +34,8 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if cli.CleanupOnly {
-		n, err := hammer.CleanupAll(ctx, cli.Options)
+	if cli.cleanupOnly {
+		n, err := hammer.CleanupAll(ctx, cli.run)
 		fmt.Printf("hammer: deleted %d objects\n", n)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hammer: cleanup: %v\n", err)
@@ -42,8 +44,8 @@ func run() int {
 		return hammer.ExitClean
 	}
 
-	opts := cli.Options
-	if cli.Progress == "always" || (cli.Progress == "auto" && hammer.IsTerminal(os.Stderr)) {
+	opts := cli.run
+	if cli.progress == "always" || (cli.progress == "auto" && hammer.IsTerminal(os.Stderr)) {
 		opts.Progress = os.Stderr
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
@@ -52,7 +54,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "hammer: %v\n", err)
 		return hammer.ExitUsage
 	}
-	if cli.JSON {
+	if cli.json {
 		err = rep.WriteJSON(os.Stdout)
 	} else {
 		err = rep.WriteText(os.Stdout)

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -162,66 +159,6 @@ func TestLedger(t *testing.T) {
 	}
 	if _, _, known, _ := l.verdict(ObjectKey{Name: "other"}, ""); known {
 		t.Error("unknown object reported known")
-	}
-}
-
-func TestParseArgs(t *testing.T) {
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters:
-- name: base
-  cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}
-- name: root
-  cluster: {server: "https://127.0.0.1:6443/clusters/root", insecure-skip-tls-verify: true}
-users:
-- name: admin
-  user: {token: secret}
-contexts:
-- name: shard-base
-  context: {cluster: base, user: admin}
-- name: root
-  context: {cluster: root, user: admin}
-current-context: root
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := ParseArgs([]string{"--kubeconfig", kc, "--context", "shard-base", "--clusters", "a,b,c", "--listers", "3",
-		"--lister-variants", "kcp:0,v1beta1:", "--duration", "7s", "--json", "--resources", "configmaps", "--scope", "cluster", "--mixed-watchers", "2"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := cli.Options
-	if o.Config.Host != "https://127.0.0.1:6443" || o.Config.BearerToken != "secret" || !cli.JSON || o.Duration != 7*time.Second ||
-		len(o.Clusters) != 3 || len(o.ListerVariants) != 2 || o.Listers != 3 || len(o.Resources) != 1 || o.Scope != ScopeCluster || o.MixedWatchers != 2 {
-		t.Errorf("parsed %+v (host %s)", o, o.Config.Host)
-	}
-	if cli, err := ParseArgs([]string{"--server", "https://h:1/clusters/root", "--insecure-skip-tls-verify", "--sequential-probe"}, io.Discard); err != nil || !cli.Options.SequentialProbe || !cli.Options.Config.Insecure {
-		t.Errorf("--server: %v", err)
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--server", "https://h", "--resources", "secrets"}, "--resources"},
-		{[]string{"--server", "https://h", "--lister-variants", "v9:0"}, "--lister-variants"},
-		{[]string{"--server", "https://h", "--objects", "-1"}, "--objects"},
-		{[]string{"--server", "https://h", "--scope", "galaxy"}, "--scope"},
-		{[]string{"--server", "https://h", "--mixed-watchers", "-1"}, "--mixed-watchers"},
-		{[]string{"--server", "https://h", "--duration", "0s"}, "--duration"},
-		{[]string{"--kubeconfig", filepath.Join(dir, "missing")}, "--kubeconfig"},
-		{[]string{"--kubeconfig", kc, "--context", "nope"}, "nope"},
-		{[]string{"--server", "https://h", "stray"}, "unexpected arguments"},
-		{[]string{"--no-such-flag"}, "no-such-flag"},
-	} {
-		_, err := ParseArgs(tc.args, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseArgs(%q) = %v, want an error naming %q", tc.args, err, tc.want)
-		}
-	}
-	if _, err := ParseArgs([]string{"--help"}, io.Discard); !errors.Is(err, ErrHelp) {
-		t.Errorf("--help = %v", err)
 	}
 }
 

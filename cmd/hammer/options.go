@@ -1,0 +1,231 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+)
+
+// options are the hammer command's flags, in kcp's Options pattern: AddFlags
+// binds them, Complete turns them into hammer.Options, Validate checks the
+// result. Flags that map one to one onto hammer.Options are bound there.
+type options struct {
+	run       hammer.Options
+	rules     *clientcmd.ClientConfigLoadingRules
+	overrides *clientcmd.ConfigOverrides
+
+	resources, clusters, variants, scope, writeMode string
+	progress, probeRV, probeMeta                    string
+
+	json        bool // print the report as JSON
+	cleanupOnly bool // delete what earlier runs left, then exit
+}
+
+func newOptions() *options {
+	d := hammer.DefaultOptions()
+	return &options{
+		run:       d,
+		rules:     clientcmd.NewDefaultClientConfigLoadingRules(),
+		overrides: &clientcmd.ConfigOverrides{},
+		resources: "clusterroles,configmaps",
+		clusters:  strings.Join(d.Clusters, ","),
+		scope:     string(d.Scope),
+		writeMode: string(d.WriteMode),
+		progress:  "auto",
+		probeRV:   d.ProbeResourceVersion,
+		probeMeta: d.ProbeMetaVersion,
+	}
+}
+
+// AddFlags binds the options to fs.
+func (o *options) AddFlags(fs *flag.FlagSet) {
+	bindConnectionFlags(fs, o.rules, o.overrides)
+	d := hammer.DefaultOptions()
+	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1)")
+	fs.StringVar(&o.clusters, "clusters", o.clusters, "logical clusters to seed and write in, comma-separated")
+	fs.StringVar(&o.variants, "lister-variants", "", "lister variants, cycled over the listers: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: a mix starting with kcp:0)")
+	fs.StringVar(&o.scope, "scope", o.scope, "where listers and watchers go: wildcard (/clusters/*) or cluster (/clusters/<name>, a control)")
+	fs.StringVar(&o.writeMode, "write-mode", o.writeMode, "how writers set the label: update (GET+PUT), patch (merge PATCH), mixed")
+	fs.StringVar(&o.progress, "progress", o.progress, "live progress line on stderr: auto (when stderr is a terminal), always, never")
+	fs.StringVar(&o.probeRV, "probe-rv", o.probeRV, `resourceVersion of the --sequential-probe LIST: "0" or ""`)
+	fs.StringVar(&o.probeMeta, "probe-meta-version", o.probeMeta, "meta.k8s.io version of the --sequential-probe LIST: v1 or v1beta1")
+	fs.StringVar(&o.run.Namespace, "namespace", d.Namespace, "namespace of namespaced objects (created when missing)")
+	fs.IntVar(&o.run.Objects, "objects", d.Objects, "objects per logical cluster and resource")
+	fs.StringVar(&o.run.Prefix, "prefix", d.Prefix, "name prefix of seeded objects")
+	fs.IntVar(&o.run.Annotations, "annotations", d.Annotations, "extra annotations on each seeded object (besides its note)")
+	fs.IntVar(&o.run.Listers, "listers", d.Listers, "concurrent wildcard partial-metadata listers")
+	fs.Int64Var(&o.run.PageSize, "page-size", d.PageSize, "limit of paginated listers")
+	fs.IntVar(&o.run.Watchers, "watchers", d.Watchers, "concurrent wildcard partial-metadata watchers")
+	fs.DurationVar(&o.run.WatchWindow, "watch-window", d.WatchWindow, "how long each watch stays open")
+	fs.IntVar(&o.run.Writers, "writers", d.Writers, "concurrent label writers")
+	fs.IntVar(&o.run.MixedWatchers, "mixed-watchers", d.MixedWatchers, "groups of mixed watchers for check (d): each keeps a wildcard and a single-cluster partial-metadata watch of one resource open at once (meta.k8s.io v1 and v1beta1), window after window")
+	fs.DurationVar(&o.run.Duration, "duration", d.Duration, "bound of the load")
+	fs.Int64Var(&o.run.MaxRequests, "max-requests", d.MaxRequests, "request budget of the load (all workers)")
+	fs.DurationVar(&o.run.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of one request")
+	fs.DurationVar(&o.run.SyncTimeout, "sync-timeout", d.SyncTimeout, "how long to wait for the watch cache to show the seeded objects")
+	fs.BoolVar(&o.run.NoSeed, "no-seed", false, "do not create missing objects")
+	fs.BoolVar(&o.run.Cleanup, "cleanup", false, "delete the objects this run created when it ends")
+	fs.BoolVar(&o.run.NoVerify, "no-verify", false, "skip checks (b) and (c) after the load")
+	fs.BoolVar(&o.run.SequentialProbe, "sequential-probe", false, "instead of the load, send one wildcard partial LIST per resource, then check (b)")
+	fs.IntVar(&o.run.DeathThreshold, "death-threshold", d.DeathThreshold, "transport errors in a row (after successes) that trigger the server-death check")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout")
+	fs.BoolVar(&o.cleanupOnly, "cleanup-only", false, "delete every object earlier runs left (owned label and prefix), then exit")
+}
+
+// Complete fills the hammer options from the flags: resources, clusters,
+// lister variants and the connection.
+func (o *options) Complete() error {
+	var errs []error
+	var err error
+	if o.run.Resources, err = hammer.ParseResources(o.resources); err != nil {
+		errs = append(errs, fmt.Errorf("--resources: %w", err))
+	}
+	o.run.Clusters = splitList(o.clusters)
+	if o.run.ListerVariants, err = hammer.ParseListerVariants(o.variants); err != nil {
+		errs = append(errs, fmt.Errorf("--lister-variants: %w", err))
+	}
+	o.run.Scope, o.run.WriteMode = hammer.Scope(o.scope), hammer.WriteMode(o.writeMode)
+	o.run.ProbeResourceVersion, o.run.ProbeMetaVersion = o.probeRV, o.probeMeta
+	if o.overrides.ClusterInfo.Server == "" && (o.overrides.AuthInfo.Token != "" || o.overrides.ClusterInfo.CertificateAuthority != "" || o.overrides.ClusterInfo.InsecureSkipTLSVerify) && o.rules.ExplicitPath == "" {
+		errs = append(errs, errors.New("--token, --certificate-authority and --insecure-skip-tls-verify need --server"))
+	}
+	if len(errs) == 0 {
+		if o.run.Config, err = restConfig(o.rules, o.overrides); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the completed options.
+func (o *options) Validate() error {
+	switch o.progress {
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("--progress: %q is not one of auto, always, never", o.progress)
+	}
+	v := o.run
+	if o.cleanupOnly {
+		v.SequentialProbe = true // a cleanup needs no workers
+	}
+	return v.Validate()
+}
+
+// parseArgs parses the command line (without the program name): AddFlags,
+// Complete, Validate. Usage and errors go to stderr; a bad flag is an error
+// naming it; -h/--help returns flag.ErrHelp.
+func parseArgs(args []string, stderr io.Writer) (*options, error) {
+	o := newOptions()
+	fs := flag.NewFlagSet("hammer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
+	}
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := o.Complete(); err != nil {
+		return nil, err
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+const usageHead = `Usage: hammer [flags]
+
+Hammers a kcp shard (or the kcp-carry test shard) with concurrent wildcard
+partial-metadata LISTs and WATCHes plus label writers, and checks that
+  (a) every wildcard partial item carries kcp.io/original-api-version equal to
+      the served group/version,
+  (b) afterwards no full-object LIST or GET (watch cache or etcd) shows
+      kcp.io/original-api-version,
+  (c) every object's label equals its last successful write,
+  (d) with --mixed-watchers: wildcard and single-cluster partial-metadata
+      watches of the same resource, open at the same time, each get their own
+      answer (wildcard events carry the served group/version, single-cluster
+      events no kcp.io/original-api-version).
+Requests go to <server>/clusters/*/... and <server>/clusters/<name>/....
+
+Exit codes: 0 clean, 1 the hammer failed (setup, seeding) or no check saw an item,
+2 usage,
+3 the server died, 4 a check failed, 5 the server answered 5xx.
+
+Examples:
+  hammer --kubeconfig .kcp/admin.kubeconfig --context shard-base --clusters root
+  hammer --server https://127.0.0.1:6443 --insecure-skip-tls-verify --token T \
+         --clusters a,b,c --duration 30s --json
+  hammer --kubeconfig admin.kubeconfig --context base --sequential-probe
+  hammer --kubeconfig admin.kubeconfig --context base --cleanup-only
+
+Flags:
+`
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bindConnectionFlags adds clientcmd's kubectl-style connection flags
+// (--kubeconfig, --context, --server, --token, --certificate-authority,
+// --insecure-skip-tls-verify, --client-certificate, ...) to fs. --namespace
+// and --request-timeout are left out: the hammer's flags of those names mean
+// the seeded objects' namespace and the timeout of one of its requests.
+func bindConnectionFlags(fs *flag.FlagSet, rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides) {
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	names.ContextOverrideFlags.Namespace.LongName = ""
+	names.Timeout.LongName = ""
+	names.CurrentContext.Description = "kubeconfig context, e.g. shard-base for kcp's admin.kubeconfig (default: the current context)"
+	names.ClusterOverrideFlags.APIServer.Description = "server base URL, e.g. https://127.0.0.1:6443 (overrides the kubeconfig's; a /clusters/<name> suffix is dropped)"
+	pfs := pflag.NewFlagSet("hammer", pflag.ContinueOnError)
+	pfs.StringVar(&rules.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, unless --server is given)")
+	clientcmd.BindOverrideFlags(overrides, pfs, names)
+	// pflag values are flag.Values (bools included), so the hammer keeps one
+	// standard-library flag set.
+	pfs.VisitAll(func(f *pflag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
+}
+
+// restConfig builds the connection from a kubeconfig (and context) with the
+// flags' overrides, or from the flags alone when --server is given without
+// --kubeconfig.
+func restConfig(rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides) (*rest.Config, error) {
+	if overrides.ClusterInfo.Server != "" && rules.ExplicitPath == "" {
+		cfg, err := clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), overrides).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--server: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		where := rules.ExplicitPath
+		if where == "" {
+			where = "the default kubeconfig"
+		}
+		if overrides.CurrentContext != "" {
+			where += " context " + overrides.CurrentContext
+		}
+		return nil, fmt.Errorf("--kubeconfig/--context: %s: %w", where, err)
+	}
+	return cfg, nil
+}
