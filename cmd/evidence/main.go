@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -31,8 +32,8 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "evidence: %v\n", err)
 		return 2
 	}
-	cli, err := evidence.ParseArgs(os.Args[1:], root, os.Stderr)
-	if errors.Is(err, evidence.ErrHelp) {
+	cli, err := parseArgs(os.Args[1:], root, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {

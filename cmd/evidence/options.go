@@ -1,4 +1,4 @@
-package evidence
+package main
 
 import (
 	"errors"
@@ -9,12 +9,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
-// CLI is a parsed evidence command line.
-type CLI struct {
-	Options Options
+// commandLine is a parsed evidence command line.
+type commandLine struct {
+	Options evidence.Options
 	// Out is the directory the report goes to.
 	Out     string
 	Verbose bool
@@ -22,11 +23,8 @@ type CLI struct {
 	RenderOnly bool
 	// KCP, when --kcp-patched and --kcp-pristine are given, adds the
 	// measurements on real kcp.
-	KCP *KCPOptions
+	KCP *evidence.KCPOptions
 }
-
-// ErrHelp is returned by ParseArgs for -h/--help (usage was printed).
-var ErrHelp = flag.ErrHelp
 
 const usageHead = `Usage: evidence [flags]
 
@@ -46,8 +44,8 @@ Flags:
 
 // ParseArgs parses the command line (without the program name); root is the
 // repository. Usage and errors go to stderr; a bad flag is an error naming it.
-func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
-	d := DefaultOptions()
+func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, error) {
+	d := evidence.DefaultOptions()
 	d.Root = root
 	fs := flag.NewFlagSet("evidence", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -55,7 +53,7 @@ func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
 		fmt.Fprint(stderr, usageHead)
 		fs.PrintDefaults()
 	}
-	cli := &CLI{Options: d}
+	cli := &commandLine{Options: d}
 	o := &cli.Options
 	fs.StringVar(&cli.Out, "out", filepath.Join(root, "evidence"), "directory of the report")
 	fs.StringVar(&o.PristineBinary, "pristine-binary", "", "prebuilt pristine test shard (default: build it, GOWORK=off, into bin/shards)")
@@ -68,12 +66,12 @@ func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
 	fs.DurationVar(&o.StepDuration, "step-duration", d.StepDuration, "single-lister rounds and scaling steps: bound of each run")
 	fs.Int64Var(&o.StepMaxRequests, "step-max-requests", d.StepMaxRequests, "single-lister rounds and scaling steps: request budget of each run")
 	fs.IntVar(&o.Rounds, "rounds", d.Rounds, "single-lister rounds per shard")
-	steps := fs.String("steps", joinInts(d.Steps), "scaling: numbers of listers, growing, comma-separated")
+	steps := fs.String("steps", stepsFlag(d.Steps), "scaling: numbers of listers, growing, comma-separated")
 	variant := fs.String("step-lister", d.StepVariant.Name(), "single-lister and scaling: the variant of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
 	clusters := fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed, comma-separated")
 	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
 	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
-	k := KCPOptions{Ratio: DefaultRatioOptions()}
+	k := evidence.KCPOptions{Ratio: evidence.DefaultRatioOptions()}
 	fs.StringVar(&k.PatchedBinary, "kcp-patched", "", "real kcp: the kcp built with the carry (bin/kcp); with --kcp-pristine adds the real-kcp section")
 	fs.StringVar(&k.PristineBinary, "kcp-pristine", "", "real kcp: the same kcp built without it (bin/kcp-pristine)")
 	fs.IntVar(&k.Ratio.Objects, "kcp-objects", k.Ratio.Objects, "real kcp, single client: ClusterRoles in all, spread over the workspaces")
@@ -140,4 +138,13 @@ func ParseArgs(args []string, root string, stderr io.Writer) (*CLI, error) {
 		return nil, err
 	}
 	return cli, nil
+}
+
+// stepsFlag spells listers steps as --steps takes them: "1,2,4".
+func stepsFlag(steps []int) string {
+	s := make([]string, len(steps))
+	for i, n := range steps {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }

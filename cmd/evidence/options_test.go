@@ -1,6 +1,7 @@
-package evidence
+package main
 
 import (
+	"flag"
 	"io"
 	"path/filepath"
 	"strings"
@@ -8,15 +9,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
 )
 
 func TestParseArgs(t *testing.T) {
 	root := t.TempDir()
-	cli, err := ParseArgs(nil, root, io.Discard)
+	cli, err := parseArgs(nil, root, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := DefaultOptions()
+	d := evidence.DefaultOptions()
 	d.Root = root
 	if diff := cmp.Diff(d, cli.Options, cmp.Comparer(func(a, b func(string, ...any)) bool { return a == nil && b == nil })); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -28,7 +31,7 @@ func TestParseArgs(t *testing.T) {
 	if cli.RenderOnly {
 		t.Error("--render-only by default")
 	}
-	cli, err = ParseArgs([]string{"--render-only", "--duration", "3s", "--steps", "1, 3,9", "--step-lister", "v1beta1::paged", "--rounds", "1", "--clusters", "x,y", "--note", "Shared.", "--out", "o"}, root, io.Discard)
+	cli, err = parseArgs([]string{"--render-only", "--duration", "3s", "--steps", "1, 3,9", "--step-lister", "v1beta1::paged", "--rounds", "1", "--clusters", "x,y", "--note", "Shared.", "--out", "o"}, root, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,21 +64,21 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-lister", "kcp:0"}, "--kcp-lister: want a plain v1 or v1beta1 lister"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-workspaces", "0"}, "--kcp-workspaces: must be in [1, 20]"},
 	} {
-		if _, err := ParseArgs(tc.args, root, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := parseArgs(tc.args, root, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
 		}
 	}
 	if cli.KCP != nil {
 		t.Error("a real-kcp section without --kcp-patched")
 	}
-	cli, err = ParseArgs([]string{"--kcp-patched", "bin/kcp", "--kcp-pristine", "bin/kcp-pristine", "--kcp-objects", "10000", "--kcp-workspaces", "3", "--kcp-annotations", "18", "--kcp-rounds", "6", "--kcp-lister", "v1beta1:"}, root, io.Discard)
+	cli, err = parseArgs([]string{"--kcp-patched", "bin/kcp", "--kcp-pristine", "bin/kcp-pristine", "--kcp-objects", "10000", "--kcp-workspaces", "3", "--kcp-annotations", "18", "--kcp-rounds", "6", "--kcp-lister", "v1beta1:"}, root, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := cli.KCP.Ratio; cli.KCP.PatchedBinary != "bin/kcp" || cli.KCP.PristineBinary != "bin/kcp-pristine" || r.Objects != 10000 || r.Workspaces != 3 || r.Annotations != 18 || r.Rounds != 6 || r.Lister.Name() != "v1beta1:" {
 		t.Errorf("real kcp options %+v", cli.KCP)
 	}
-	if _, err := ParseArgs([]string{"--help"}, root, io.Discard); err != ErrHelp {
+	if _, err := parseArgs([]string{"--help"}, root, io.Discard); err != flag.ErrHelp {
 		t.Errorf("--help: %v", err)
 	}
 }
