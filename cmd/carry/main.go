@@ -1,13 +1,11 @@
 // Command carry manages kcp-carry's patches on top of kcp's Kubernetes
-// fork: pins, the patched-module overlay, and patch refresh.
+// fork: pins, the patched-module overlay, patch refresh, kcp builds and
+// images, the positive control and the upstream export. Its flags are parsed
+// here (cli.go and one file per subcommand).
 package main
 
-import (
-	"os"
-
-	"github.com/kcp-carry/kcp-carry/pkg/carry/carrycli"
-)
+import "os"
 
 func main() {
-	os.Exit(carrycli.Main(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }

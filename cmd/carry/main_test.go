@@ -24,12 +24,11 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/carrycli"
 )
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"carry": func() { os.Exit(carrycli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"carry": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
 

@@ -1,4 +1,4 @@
-package carrycli
+package main
 
 import (
 	"context"

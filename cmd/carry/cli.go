@@ -1,8 +1,9 @@
-// Package carrycli is the `carry` command line: a table of subcommands,
-// each parsing its own flags with the standard flag package.
+package main
+
+// The `carry` command line: a table of subcommands, each parsing its own
+// flags with the standard flag package.
 //
 // Exit codes: 0 success, 1 a check or operation failed, 2 usage error.
-package carrycli
 
 import (
 	"context"
