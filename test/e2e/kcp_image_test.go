@@ -25,11 +25,17 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 )
 
+// EnvImagePlatforms lists the platforms TestRealKCPImage builds (default
+// linux/amd64, which CI runs; e.g. linux/amd64,linux/arm64 for a
+// multi-platform index, a full kcp build per platform).
+const EnvImagePlatforms = "KCP_CARRY_IMAGE_PLATFORMS"
+
 // TestRealKCPImage is carry image with real kcp: the patched servers, built
-// from KCP_SOURCE for linux/amd64, are layered onto a kcp-like base served by
-// an in-process registry on 127.0.0.1 and pushed back to it; the /kcp pulled
-// out of the pushed image must be the carry's kcp (its build info shows the
-// overlay) and survive the real-kcp load with every check holding.
+// from KCP_SOURCE for each platform, are layered onto a kcp-like base served
+// by an in-process registry on 127.0.0.1 and pushed back to it; the
+// linux/amd64 /kcp pulled out of the pushed image must be the carry's kcp (its
+// build info shows the overlay) and survive the real-kcp load with every check
+// holding.
 func TestRealKCPImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live kcp: run without -short")
@@ -48,16 +54,38 @@ func TestRealKCPImage(t *testing.T) {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	host := strings.TrimPrefix(reg.URL, "http://")
+	platforms := []v1.Platform{{OS: "linux", Architecture: "amd64"}}
+	if env := os.Getenv(EnvImagePlatforms); env != "" {
+		platforms = nil
+		for _, p := range strings.Split(env, ",") {
+			pl, err := v1.ParsePlatform(strings.TrimSpace(p))
+			if err != nil {
+				t.Fatalf("%s: %v", EnvImagePlatforms, err)
+			}
+			platforms = append(platforms, *pl)
+		}
+	}
 	baseRef := host + "/kcp-dev/kcp:v0.32.3"
-	if err := remote.Write(mustParseRef(t, baseRef), testimage.Base(t, "amd64", true, false), remote.WithContext(ctx)); err != nil {
-		t.Fatalf("pushing the synthetic base: %v", err)
+	if len(platforms) == 1 {
+		err := remote.Write(mustParseRef(t, baseRef), testimage.Base(t, platforms[0].Architecture, true, false), remote.WithContext(ctx))
+		if err != nil {
+			t.Fatalf("pushing the synthetic base: %v", err)
+		}
+	} else {
+		var archs []string
+		for _, p := range platforms {
+			archs = append(archs, p.Architecture)
+		}
+		if err := remote.WriteIndex(mustParseRef(t, baseRef), testimage.Index(t, true, archs...), remote.WithContext(ctx)); err != nil {
+			t.Fatalf("pushing the synthetic base: %v", err)
+		}
 	}
 
 	res, err := image.Run(ctx, image.Options{
 		Root:      root,
 		KCPSource: src,
 		Base:      baseRef,
-		Platforms: []v1.Platform{{OS: "linux", Architecture: "amd64"}},
+		Platforms: platforms,
 		Push:      host + "/kcp-carry/kcp:e2e",
 		BinDir:    t.TempDir(),
 		Progress:  testLogWriter{t},
@@ -66,6 +94,9 @@ func TestRealKCPImage(t *testing.T) {
 		t.Fatalf("carry image: %v", err)
 	}
 	t.Logf("pushed %s (%s)", res.Pushed, res.Version)
+	if len(res.Platforms) != len(platforms) {
+		t.Fatalf("the result has %d platforms, want %d: %+v", len(res.Platforms), len(platforms), res.Platforms)
+	}
 
 	bin := extractFromImage(t, ctx, res.Pushed, "kcp")
 	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
@@ -84,11 +115,12 @@ func TestRealKCPImage(t *testing.T) {
 		rep.Requests, rep.LoadElapsed, rep.ReqPerSec, rep.APIVersion.Checked, rep.Pollution.Checked, rep.Lost.Checked)
 }
 
-// extractFromImage pulls ref and writes the file at /file of its filesystem
-// (the last layer that holds it) to a temporary directory.
+// extractFromImage pulls ref (its linux/amd64 image when ref is an index) and
+// writes the file at /file of its filesystem (the last layer that holds it) to
+// a temporary directory.
 func extractFromImage(t *testing.T, ctx context.Context, ref, file string) string {
 	t.Helper()
-	img, err := remote.Image(mustParseRef(t, ref), remote.WithContext(ctx))
+	img, err := remote.Image(mustParseRef(t, ref), remote.WithContext(ctx), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
 	if err != nil {
 		t.Fatalf("pulling %s: %v", ref, err)
 	}
