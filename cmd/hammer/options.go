@@ -50,7 +50,7 @@ func newOptions() *options {
 func (o *options) AddFlags(fs *flag.FlagSet) {
 	bindConnectionFlags(fs, o.rules, o.overrides)
 	d := hammer.DefaultOptions()
-	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1)")
+	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1), apiexports (apis.kcp.io/v1alpha2, kcp only)")
 	fs.StringVar(&o.clusters, "clusters", o.clusters, "logical clusters to seed and write in, comma-separated")
 	fs.StringVar(&o.variants, "lister-variants", "", "lister variants, cycled over the listers: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: a mix starting with kcp:0)")
 	fs.StringVar(&o.scope, "scope", o.scope, "where listers and watchers go: wildcard (/clusters/*) or cluster (/clusters/<name>, a control)")

@@ -55,6 +55,10 @@ func maxRequests(t *testing.T) int64 {
 	return defaultMaxRequests
 }
 
+// suiteObjects is how many objects of each resource the suite's load seeds
+// in each logical cluster.
+const suiteObjects = 50
+
 // loadOptions is the suite's load (see e2eClusters) against a shard.
 func loadOptions(t *testing.T, s *fixture.Shard) hammer.Options {
 	return suiteLoad(t, s.RESTConfig(), s.Done(), e2eClusters)
@@ -68,7 +72,7 @@ func suiteLoad(t *testing.T, cfg *rest.Config, exited <-chan struct{}, clusters 
 	o := hammer.DefaultOptions()
 	o.Config = cfg
 	o.Clusters = clusters
-	o.Objects = 50
+	o.Objects = suiteObjects
 	o.Listers, o.Watchers, o.Writers = 8, 2, 4
 	o.Duration = loadDuration(t)
 	o.MaxRequests = maxRequests(t)

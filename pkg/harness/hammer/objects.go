@@ -91,6 +91,8 @@ func seedBody(o seededObject, extraAnnotations int) ([]byte, error) {
 		obj["rules"] = []map[string]any{{"apiGroups": []string{""}, "resources": []string{"configmaps"}, "verbs": []string{"get"}}}
 	case ConfigMaps.Resource:
 		obj["data"] = map[string]string{"hammer": "payload"}
+	case APIExports.Resource:
+		obj["spec"] = map[string]any{}
 	default:
 		return nil, fmt.Errorf("the hammer cannot seed %s", o.res)
 	}

@@ -22,12 +22,17 @@ var (
 	ClusterRoles = Resource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"}
 	// ConfigMaps is v1 configmaps (namespaced, typed).
 	ConfigMaps = Resource{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}
+	// APIExports is kcp's apis.kcp.io/v1alpha2 apiexports (cluster-scoped, a
+	// CRD-backed resource served as unstructured objects; only on kcp). For
+	// these kcp's wildcard partial-metadata converter sets the annotation.
+	APIExports = Resource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports", Kind: "APIExport"}
 )
 
 // Known lists the resources the hammer can seed, by resource name.
 var Known = map[string]Resource{
 	ClusterRoles.Resource: ClusterRoles,
 	ConfigMaps.Resource:   ConfigMaps,
+	APIExports.Resource:   APIExports,
 }
 
 // GroupVersion is the served group/version, which is what
