@@ -93,7 +93,7 @@ func startKCP(t *testing.T, bin, rootDir string) *kcpserver.Server {
 // names.
 func createWorkspaces(t *testing.T, s *kcpserver.Server) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.WorkspaceReadyTimeout)
 	defer cancel()
 	clusters, err := s.CreateWorkspaces(ctx, kcpWorkspaces)
 	if err != nil {
