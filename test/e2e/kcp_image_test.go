@@ -107,8 +107,8 @@ func TestRealKCPImage(t *testing.T) {
 		t.Fatalf("the image's /kcp is a %q build (%v), want patched", got, err)
 	}
 
-	s := startKCP(t, bin, t.TempDir())
-	o := kcpLoadOptions(t, s, createWorkspaces(t, s))
+	s, clusters := startKCPWithWorkspaces(t, bin, t.TempDir())
+	o := kcpLoadOptions(t, s, clusters)
 	rep := runHammer(t, o)
 	expectSurvivedClean(t, s, rep)
 	t.Logf("the image's kcp: %d requests in %s (%.0f req/s), checks a/b/c checked %d/%d/%d",

@@ -77,6 +77,29 @@ func startKCP(t *testing.T, bin, rootDir string) *kcpserver.Server {
 	if err != nil {
 		t.Fatalf("starting kcp: %v", err)
 	}
+	stopAtCleanup(t, s)
+	return s
+}
+
+// startKCPWithWorkspaces runs kcp on rootDir with the suite's workspaces
+// (kcpserver.StartWithWorkspaces: kcp is started again when a workspace
+// stalls in Initializing) and returns it with root plus their logical
+// clusters; kcp is stopped at cleanup.
+func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*kcpserver.Server, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*(kcpserver.DefaultReadyTimeout+kcpserver.WorkspaceReadyTimeout))
+	defer cancel()
+	s, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Progress: t.Logf}, kcpWorkspaces)
+	if err != nil {
+		t.Fatalf("starting kcp with workspaces: %v", err)
+	}
+	stopAtCleanup(t, s)
+	clusters = append([]string{"root"}, clusters...)
+	t.Logf("logical clusters: %s (root, root:%s)", strings.Join(clusters, ", "), strings.Join(kcpWorkspaces, ", root:"))
+	return s, clusters
+}
+
+func stopAtCleanup(t *testing.T, s *kcpserver.Server) {
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil && !s.Died() {
 			t.Logf("stopping kcp: %v", err)
@@ -85,23 +108,6 @@ func startKCP(t *testing.T, bin, rootDir string) *kcpserver.Server {
 			t.Logf("kcp output (last lines):\n%s", process.TailLines(s.Stderr(), 40))
 		}
 	})
-	return s
-}
-
-// createWorkspaces creates the workspaces under root through tenancy.kcp.io,
-// waits until each is Ready, and returns root plus their logical cluster
-// names.
-func createWorkspaces(t *testing.T, s *kcpserver.Server) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.WorkspaceReadyTimeout)
-	defer cancel()
-	clusters, err := s.CreateWorkspaces(ctx, kcpWorkspaces)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusters = append([]string{"root"}, clusters...)
-	t.Logf("logical clusters: %s (root, root:%s)", strings.Join(clusters, ", "), strings.Join(kcpWorkspaces, ", root:"))
-	return clusters
 }
 
 // kcpLoadOptions is the suite's load (suiteLoad) against kcp, on kcp's own
@@ -120,8 +126,7 @@ func kcpLoadOptions(t *testing.T, s *kcpserver.Server, clusters []string) hammer
 func TestRealKCPPatched(t *testing.T) {
 	bin := kcpBinary(t, "patched")
 	rootDir := t.TempDir()
-	s := startKCP(t, bin, rootDir)
-	clusters := createWorkspaces(t, s)
+	s, clusters := startKCPWithWorkspaces(t, bin, rootDir)
 	o := kcpLoadOptions(t, s, clusters)
 
 	probe := o
@@ -171,8 +176,7 @@ func TestRealKCPPatched(t *testing.T) {
 func TestRealKCPPristine(t *testing.T) {
 	bin := kcpBinary(t, "pristine")
 	rootDir := t.TempDir()
-	s := startKCP(t, bin, rootDir)
-	clusters := createWorkspaces(t, s)
+	s, clusters := startKCPWithWorkspaces(t, bin, rootDir)
 	o := kcpLoadOptions(t, s, clusters)
 
 	probe := o
@@ -213,8 +217,8 @@ func TestRealKCPPristine(t *testing.T) {
 
 	// The load runs on a fresh kcp, as a user's would: in etcd the objects
 	// above now carry the annotation, which narrows the window of the race.
-	s = startKCP(t, bin, t.TempDir())
-	o = kcpLoadOptions(t, s, createWorkspaces(t, s))
+	s, clusters = startKCPWithWorkspaces(t, bin, t.TempDir())
+	o = kcpLoadOptions(t, s, clusters)
 	o.Duration = max(o.Duration, pristineDeathBound)
 	rep = runHammer(t, o)
 	if !rep.Death.Died {

@@ -109,15 +109,11 @@ func (s *kcpSlot) fresh(ctx context.Context, workspaces int) ([]string, error) {
 	s.stop()
 	s.n++
 	dir := filepath.Join(s.work, fmt.Sprintf("%s-%d", s.variant, s.n))
-	srv, err := kcpserver.Start(ctx, kcpserver.Options{Binary: s.binary, RootDir: dir, Progress: s.logf})
+	srv, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: s.binary, RootDir: dir, Progress: s.logf}, kcpWorkspaceNames(workspaces))
 	if err != nil {
 		return nil, fmt.Errorf("%s kcp: %w", s.variant, err)
 	}
 	s.srv = srv
-	clusters, err := srv.CreateWorkspaces(ctx, kcpWorkspaceNames(workspaces))
-	if err != nil {
-		return nil, fmt.Errorf("%s kcp: %w", s.variant, err)
-	}
 	return append([]string{"root"}, clusters...), nil
 }
 

@@ -2,6 +2,7 @@ package kcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,17 +16,54 @@ import (
 
 const (
 	// WorkspaceReadyTimeout bounds CreateWorkspaces.
-	WorkspaceReadyTimeout = 5 * time.Minute
-	// WorkspaceAttemptTimeout is how long one workspace may stay in
-	// Initializing before CreateWorkspaces gives up on it and creates another
-	// under a new name. Right after `kcp start`, kcp v0.32.3 sometimes leaves
-	// a new workspace in Initializing for good ("Initializers still exist:
-	// [system:apibindings]"); a workspace created a little later is Ready in
-	// seconds.
-	WorkspaceAttemptTimeout = 75 * time.Second
-	// workspaceAttempts bounds the workspaces tried per name.
-	workspaceAttempts = 3
+	WorkspaceReadyTimeout = 3 * time.Minute
+	// WorkspaceInitTimeout is how long a new workspace may stay in
+	// Initializing before CreateWorkspaces reports a StalledError.
+	WorkspaceInitTimeout = 90 * time.Second
+	// startAttempts bounds the kcp starts of StartWithWorkspaces.
+	startAttempts = 3
 )
+
+// StalledError says that a workspace stayed in Initializing. Seen with kcp
+// v0.32.3 started on a busy machine: its workspace initializer
+// ("Initializers still exist: [system:apibindings]") then leaves every new
+// workspace of that kcp process in Initializing, while the same root
+// directory started again initializes them in seconds.
+type StalledError struct {
+	Workspace string
+	Phase     string
+	After     time.Duration
+}
+
+func (e *StalledError) Error() string {
+	return fmt.Sprintf("workspace root:%s still %q after %s", e.Workspace, e.Phase, e.After)
+}
+
+// StartWithWorkspaces starts kcp (Start) and creates the workspaces
+// (CreateWorkspaces). When a workspace stalls in Initializing, it stops kcp
+// and starts it again on the same root directory, at most startAttempts times
+// in all, and returns the running kcp with the workspaces' logical clusters.
+func StartWithWorkspaces(ctx context.Context, opts Options, names []string) (*Server, []string, error) {
+	var lastErr error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		s, err := Start(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		clusters, err := s.CreateWorkspaces(ctx, names)
+		if err == nil {
+			return s, clusters, nil
+		}
+		_ = s.Stop()
+		var stalled *StalledError
+		if !errors.As(err, &stalled) {
+			return nil, nil, err
+		}
+		lastErr = err
+		s.progressf("kcp start %d of %d: %v; starting kcp again on %s", attempt, startAttempts, err, opts.RootDir)
+	}
+	return nil, nil, fmt.Errorf("after %d starts of kcp: %w", startAttempts, lastErr)
+}
 
 // WorkspacesGVR is kcp's Workspace API.
 var WorkspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
@@ -33,10 +71,9 @@ var WorkspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version
 // CreateWorkspaces creates workspaces under root through kcp's Workspace API
 // (tenancy.kcp.io, the default type), waits until each is Ready, and returns
 // their logical cluster names (what kcp.io/cluster says on their objects), in
-// the order of names. Existing Ready workspaces are reused. A workspace still
-// Initializing after WorkspaceAttemptTimeout is left alone and another is
-// created in its place (name-r1, name-r2); it gives up after
-// WorkspaceReadyTimeout or workspaceAttempts tries per name.
+// the order of names. Existing workspaces are reused. A workspace still
+// Initializing after WorkspaceInitTimeout is a *StalledError; it gives up
+// after WorkspaceReadyTimeout in all.
 func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, WorkspaceReadyTimeout)
 	defer cancel()
@@ -46,22 +83,10 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 	}
 	ws := dc.Resource(WorkspacesGVR)
 	var clusters []string
-	for _, base := range names {
-		var cluster string
-		var lastErr error
-		for attempt := range workspaceAttempts {
-			name := base
-			if attempt > 0 {
-				name = fmt.Sprintf("%s-r%d", base, attempt)
-				s.progressf("workspace root:%s: %v; creating root:%s instead", base, lastErr, name)
-			}
-			cluster, lastErr = s.createWorkspace(ctx, ws, name)
-			if lastErr == nil || ctx.Err() != nil {
-				break
-			}
-		}
-		if cluster == "" {
-			return nil, fmt.Errorf("workspace root:%s: %w", base, lastErr)
+	for _, name := range names {
+		cluster, err := s.createWorkspace(ctx, ws, name)
+		if err != nil {
+			return nil, err
 		}
 		clusters = append(clusters, cluster)
 	}
@@ -69,7 +94,7 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 }
 
 // createWorkspace creates root:name (or finds it) and waits up to
-// WorkspaceAttemptTimeout for it to be Ready, returning its logical cluster.
+// WorkspaceInitTimeout for it to be Ready, returning its logical cluster.
 func (s *Server) createWorkspace(ctx context.Context, ws dynamic.ResourceInterface, name string) (string, error) {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tenancy.kcp.io/v1alpha1",
@@ -81,7 +106,7 @@ func (s *Server) createWorkspace(ctx context.Context, ws dynamic.ResourceInterfa
 	}
 	var phase, cluster string
 	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, WorkspaceAttemptTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, WorkspaceInitTimeout, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-s.Done():
 			return false, fmt.Errorf("kcp exited while workspace root:%s was being created", name)
@@ -96,10 +121,14 @@ func (s *Server) createWorkspace(ctx context.Context, ws dynamic.ResourceInterfa
 		cluster, _, _ = unstructured.NestedString(obj.Object, "spec", "cluster")
 		return phase == "Ready" && cluster != "", nil
 	})
-	if err != nil {
-		return "", fmt.Errorf("not Ready after %s (phase %q, last error %v): %w", WorkspaceAttemptTimeout, phase, lastErr, err)
+	switch {
+	case err == nil:
+		return cluster, nil
+	case phase == "Initializing" && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return "", &StalledError{Workspace: name, Phase: phase, After: WorkspaceInitTimeout}
+	default:
+		return "", fmt.Errorf("workspace root:%s not Ready (phase %q, last error %v): %w", name, phase, lastErr, err)
 	}
-	return cluster, nil
 }
 
 func (s *Server) progressf(format string, args ...any) {

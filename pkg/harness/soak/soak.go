@@ -78,15 +78,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := kcpserver.Start(ctx, kcpserver.Options{Binary: o.Binary, RootDir: dir, Progress: logf})
+	srv, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: o.Binary, RootDir: dir, Progress: logf}, o.Workspaces)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Stop()
-	clusters, err := srv.CreateWorkspaces(ctx, o.Workspaces)
-	if err != nil {
-		return nil, err
-	}
 	res := &Result{Binary: o.Binary, Clusters: append([]string{"root"}, clusters...)}
 
 	h := hammer.DefaultOptions()
