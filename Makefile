@@ -91,9 +91,12 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # With KCP_SOURCE set, the real-kcp suite (test/e2e TestRealKCP*) runs
 # against bin/kcp and bin/kcp-pristine and fails if either is missing;
 # without it, those tests skip with a line naming KCP_SOURCE.
+# The real-kcp tests run last and alone: kcp started while other live suites
+# load the 2 cores was seen to leave its workspaces Initializing.
 test: overlay $(if $(KCP_SOURCE),kcp)
 	$(GO) vet ./...
-	$(GO) test $(GO_TEST_FLAGS) ./...
+	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP' ./...
+	$(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' ./test/e2e/
 
 clean:
 	rm -rf bin .build .overlay
