@@ -82,12 +82,12 @@ func startKCP(t *testing.T, bin, rootDir string) *kcpserver.Server {
 }
 
 // startKCPWithWorkspaces runs kcp on rootDir with the suite's workspaces
-// (kcpserver.StartWithWorkspaces: kcp is started again when a workspace
-// stalls in Initializing) and returns it with root plus their logical
-// clusters; kcp is stopped at cleanup.
+// (kcpserver.StartWithWorkspaces, which waits for root's WorkspaceType before
+// creating them) and returns it with root plus their logical clusters; kcp is
+// stopped at cleanup.
 func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*kcpserver.Server, []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*(kcpserver.DefaultReadyTimeout+kcpserver.WorkspaceReadyTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.DefaultReadyTimeout+kcpserver.WorkspaceReadyTimeout)
 	defer cancel()
 	s, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Progress: t.Logf}, kcpWorkspaces)
 	if err != nil {

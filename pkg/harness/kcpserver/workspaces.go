@@ -16,19 +16,19 @@ import (
 
 const (
 	// WorkspaceReadyTimeout bounds CreateWorkspaces.
-	WorkspaceReadyTimeout = 3 * time.Minute
+	WorkspaceReadyTimeout = 4 * time.Minute
 	// WorkspaceInitTimeout is how long a new workspace may stay in
-	// Initializing before CreateWorkspaces reports a StalledError.
+	// Initializing before CreateWorkspaces gives up on it.
 	WorkspaceInitTimeout = 90 * time.Second
-	// startAttempts bounds the kcp starts of StartWithWorkspaces.
-	startAttempts = 3
+	// workspaceAttempts bounds the workspaces CreateWorkspaces tries per name.
+	workspaceAttempts = 2
 )
 
-// StalledError says that a workspace stayed in Initializing. Seen with kcp
-// v0.32.3 started on a busy machine: its workspace initializer
-// ("Initializers still exist: [system:apibindings]") then leaves every new
-// workspace of that kcp process in Initializing, while the same root
-// directory started again initializes them in seconds.
+// StalledError says that a workspace stayed in Initializing. kcp v0.32.3
+// leaves a workspace created before root's "universal" WorkspaceType is
+// Ready in Initializing for good ("Initializers still exist:
+// [system:apibindings]"), across restarts; CreateWorkspaces therefore waits
+// for that type first, and replaces a stalled workspace once.
 type StalledError struct {
 	Workspace string
 	Phase     string
@@ -40,40 +40,60 @@ func (e *StalledError) Error() string {
 }
 
 // StartWithWorkspaces starts kcp (Start) and creates the workspaces
-// (CreateWorkspaces). When a workspace stalls in Initializing, it stops kcp
-// and starts it again on the same root directory, at most startAttempts times
-// in all, and returns the running kcp with the workspaces' logical clusters.
+// (CreateWorkspaces); it returns the running kcp with the workspaces' logical
+// clusters, or stops kcp on an error.
 func StartWithWorkspaces(ctx context.Context, opts Options, names []string) (*Server, []string, error) {
-	var lastErr error
-	for attempt := 1; attempt <= startAttempts; attempt++ {
-		s, err := Start(ctx, opts)
-		if err != nil {
-			return nil, nil, err
-		}
-		clusters, err := s.CreateWorkspaces(ctx, names)
-		if err == nil {
-			return s, clusters, nil
-		}
-		_ = s.Stop()
-		var stalled *StalledError
-		if !errors.As(err, &stalled) {
-			return nil, nil, err
-		}
-		lastErr = err
-		s.progressf("kcp start %d of %d: %v; starting kcp again on %s", attempt, startAttempts, err, opts.RootDir)
+	s, err := Start(ctx, opts)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, fmt.Errorf("after %d starts of kcp: %w", startAttempts, lastErr)
+	clusters, err := s.CreateWorkspaces(ctx, names)
+	if err != nil {
+		_ = s.Stop()
+		return nil, nil, err
+	}
+	return s, clusters, nil
 }
 
 // WorkspacesGVR is kcp's Workspace API.
 var WorkspacesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaces"}
 
+// workspaceTypesGVR is kcp's WorkspaceType API; new workspaces are of root's
+// "universal" type.
+var workspaceTypesGVR = schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspacetypes"}
+
+// waitForWorkspaceType waits until root's "universal" WorkspaceType is Ready
+// with its virtual workspace URLs. kcp answers /readyz before that, and a
+// workspace created earlier can stay in Initializing for good.
+func waitForWorkspaceType(ctx context.Context, dc dynamic.Interface) error {
+	var conds []any
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		wt, err := dc.Resource(workspaceTypesGVR).Get(ctx, "universal", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ = unstructured.NestedSlice(wt.Object, "status", "conditions")
+		ready := map[string]bool{}
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["status"] == "True" {
+				ready[fmt.Sprint(m["type"])] = true
+			}
+		}
+		return ready["Ready"] && ready["VirtualWorkspaceURLsReady"], nil
+	})
+	if err != nil {
+		return fmt.Errorf("root's WorkspaceType universal not Ready (conditions %v): %w", conds, err)
+	}
+	return nil
+}
+
 // CreateWorkspaces creates workspaces under root through kcp's Workspace API
 // (tenancy.kcp.io, the default type), waits until each is Ready, and returns
 // their logical cluster names (what kcp.io/cluster says on their objects), in
-// the order of names. Existing workspaces are reused. A workspace still
-// Initializing after WorkspaceInitTimeout is a *StalledError; it gives up
-// after WorkspaceReadyTimeout in all.
+// the order of names. It first waits for root's "universal" WorkspaceType to
+// be Ready. Existing workspaces are reused. A workspace still Initializing
+// after WorkspaceInitTimeout is replaced once (name-r1), then a
+// *StalledError; it gives up after WorkspaceReadyTimeout in all.
 func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, WorkspaceReadyTimeout)
 	defer cancel()
@@ -81,10 +101,26 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 	if err != nil {
 		return nil, err
 	}
+	if err := waitForWorkspaceType(ctx, dc); err != nil {
+		return nil, err
+	}
 	ws := dc.Resource(WorkspacesGVR)
 	var clusters []string
-	for _, name := range names {
-		cluster, err := s.createWorkspace(ctx, ws, name)
+	for _, base := range names {
+		var cluster string
+		var err error
+		for attempt := range workspaceAttempts {
+			name := base
+			if attempt > 0 {
+				name = fmt.Sprintf("%s-r%d", base, attempt)
+				s.progressf("%v; creating root:%s in its place", err, name)
+			}
+			cluster, err = s.createWorkspace(ctx, ws, name)
+			var stalled *StalledError
+			if err == nil || !errors.As(err, &stalled) {
+				break
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
