@@ -30,6 +30,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/internal/testimage"
 	"github.com/kcp-carry/kcp-carry/internal/testkcp"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
+	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 var servers = testimage.Servers
@@ -58,7 +59,7 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles k8s.io/apiserver for two platforms")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := reporoot.Find(".")
 	if err != nil {
 		t.Fatal(err)
 	}
