@@ -134,9 +134,14 @@ func (s *Server) waitReady(ctx context.Context) error {
 // points them at this process's port: after a restart the file may still
 // name the previous one until kcp rewrites it.
 func (s *Server) loadConfig() (*rest.Config, error) {
+	return s.contextConfig("shard-base")
+}
+
+// contextConfig is the admin.kubeconfig's context at this process's port.
+func (s *Server) contextConfig(context string) (*rest.Config, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.KubeconfigPath()},
-		&clientcmd.ConfigOverrides{CurrentContext: "shard-base"}).ClientConfig()
+		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -24,11 +24,8 @@ const (
 	workspaceAttempts = 2
 )
 
-// StalledError says that a workspace stayed in Initializing. kcp v0.32.3
-// leaves a workspace created before root's "universal" WorkspaceType is
-// Ready in Initializing for good ("Initializers still exist:
-// [system:apibindings]"), across restarts; CreateWorkspaces therefore waits
-// for that type first, and replaces a stalled workspace once.
+// StalledError says that a workspace stayed in Initializing ("Initializers
+// still exist: [system:apibindings]").
 type StalledError struct {
 	Workspace string
 	Phase     string
@@ -97,7 +94,17 @@ func waitForWorkspaceType(ctx context.Context, dc dynamic.Interface) error {
 func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, WorkspaceReadyTimeout)
 	defer cancel()
-	dc, err := dynamic.NewForConfig(s.ClusterConfig("root"))
+	// Workspaces are created as kcp-admin (context base), not as the shard
+	// admin: kcp records a workspace's creator only for users like it, and
+	// its workspace initializer acts as that creator; a workspace the shard
+	// admin creates has none and can stay in Initializing for good ("had no
+	// createdBy recorded").
+	cfg, err := s.contextConfig("base")
+	if err != nil {
+		return nil, fmt.Errorf("the kcp-admin credentials in %s: %w", s.KubeconfigPath(), err)
+	}
+	cfg.Host += "/clusters/root"
+	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
