@@ -3,14 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 )
 
@@ -36,23 +33,7 @@ func BenchmarkWildcardPartialMetadataUncached(b *testing.B) {
 	for _, annotations := range []int{3, 18} {
 		const n = 1000
 		b.Run(fmt.Sprintf("items=%d/annotations=%d", n, annotations), func(b *testing.B) {
-			lister := &storageLister{cacheLister{cached: newCachedClusterRoles(n, annotations)}}
-			handler := handlers.ListResource(lister, nil, newScope(), false, 0)
-			req := newWildcardPartialListRequest()
-			serve := func() *httptest.ResponseRecorder {
-				rec := httptest.NewRecorder()
-				handler.ServeHTTP(rec, req)
-				return rec
-			}
-			if rec := serve(); rec.Code != http.StatusOK {
-				b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				serve()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/item")
+			benchWildcardPartialList(b, &storageLister{cacheLister{cached: newCachedClusterRoles(n, annotations)}}, n)
 		})
 	}
 }
