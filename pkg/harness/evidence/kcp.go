@@ -243,7 +243,10 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions)
 	seed.Resources = []hammer.Resource{hammer.ClusterRoles}
 	seed.Objects = perCluster
 	seed.Annotations = ro.Annotations
-	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 0
+	// A hammer run needs a worker: one write, the same on both kcps (a
+	// probe would pollute the pristine kcp's cache before it is measured).
+	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 1
+	seed.MaxRequests = 1
 	seed.Duration = time.Second
 	seed.NoVerify = true
 	seed.SyncTimeout = 5 * time.Minute
