@@ -66,7 +66,7 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 	fs.DurationVar(&o.StepDuration, "step-duration", d.StepDuration, "single-lister rounds and scaling steps: bound of each run")
 	fs.Int64Var(&o.StepMaxRequests, "step-max-requests", d.StepMaxRequests, "single-lister rounds and scaling steps: request budget of each run")
 	fs.IntVar(&o.Rounds, "rounds", d.Rounds, "single-lister rounds per shard")
-	steps := fs.String("steps", stepsFlag(d.Steps), "scaling: numbers of listers, growing, comma-separated")
+	steps := fs.String("steps", evidence.JoinInts(d.Steps), "scaling: numbers of listers, growing, comma-separated")
 	variant := fs.String("step-lister", d.StepVariant.Name(), "single-lister and scaling: the variant of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
 	clusters := fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed, comma-separated")
 	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
@@ -138,13 +138,4 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 		return nil, err
 	}
 	return cli, nil
-}
-
-// stepsFlag spells listers steps as --steps takes them: "1,2,4".
-func stepsFlag(steps []int) string {
-	s := make([]string, len(steps))
-	for i, n := range steps {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
 }

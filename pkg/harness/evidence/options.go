@@ -127,7 +127,7 @@ func (o *Options) Validate() error {
 	prev := 0
 	for _, n := range o.Steps {
 		if n <= prev || n > maxLoadListers {
-			bad("steps", "must grow, each in [1, %d]: %s", maxLoadListers, joinInts(o.Steps))
+			bad("steps", "must grow, each in [1, %d]: %s", maxLoadListers, JoinInts(o.Steps))
 			break
 		}
 		prev = n
@@ -183,7 +183,8 @@ func (o *Options) stepLoad(n int) hammer.Options {
 	return h
 }
 
-func joinInts(ns []int) string {
+// JoinInts spells numbers as --steps takes them: "1,2,4".
+func JoinInts(ns []int) string {
 	var s []string
 	for _, n := range ns {
 		s = append(s, fmt.Sprint(n))
