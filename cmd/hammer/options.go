@@ -49,7 +49,7 @@ func newOptions() *options {
 // AddFlags binds the options to fs.
 func (o *options) AddFlags(fs *flag.FlagSet) {
 	bindConnectionFlags(fs, o.rules, o.overrides)
-	d := hammer.DefaultOptions()
+	d := o.run // the defaults, from newOptions
 	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1), apiexports (apis.kcp.io/v1alpha2, kcp only)")
 	fs.StringVar(&o.clusters, "clusters", o.clusters, "logical clusters to seed and write in, comma-separated")
 	fs.StringVar(&o.variants, "lister-variants", "", "lister variants, cycled over the listers: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: a mix starting with kcp:0)")
