@@ -76,7 +76,7 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 	fs.StringVar(&k.PristineBinary, "kcp-pristine", "", "real kcp: the same kcp built without it (bin/kcp-pristine)")
 	fs.IntVar(&k.Ratio.Objects, "kcp-objects", k.Ratio.Objects, "real kcp, single client: ClusterRoles in all, spread over the workspaces")
 	fs.IntVar(&k.Ratio.Workspaces, "kcp-workspaces", k.Ratio.Workspaces, "real kcp, single client: logical clusters holding them (root and N-1 workspaces)")
-	fs.IntVar(&k.Ratio.Annotations, "kcp-annotations", k.Ratio.Annotations, "real kcp, single client: extra annotations per ClusterRole")
+	annotations := fs.String("kcp-annotations", evidence.JoinInts(k.Ratio.Annotations), "real kcp, single client: extra annotations per ClusterRole, comma-separated (one ratio each)")
 	fs.IntVar(&k.Ratio.Rounds, "kcp-rounds", k.Ratio.Rounds, "real kcp, single client: rounds, alternating which kcp goes first")
 	fs.DurationVar(&k.Ratio.Duration, "kcp-duration", k.Ratio.Duration, "real kcp, single client: bound of each run (partial and full LISTs each)")
 	kcpLister := fs.String("kcp-lister", k.Ratio.Lister.Name(), "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
@@ -89,18 +89,7 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var errs []error
-	o.Steps = nil
-	for _, f := range strings.Split(*steps, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--steps: %q is not a number", f))
-			continue
-		}
-		o.Steps = append(o.Steps, n)
-	}
+	o.Steps = parseInts("--steps", *steps, &errs)
 	v, err := hammer.ParseListerVariant(*variant)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--step-lister: %w", err))
@@ -115,6 +104,7 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 			errs = append(errs, fmt.Errorf("--kcp-lister: %w", err))
 		}
 		k.Ratio.Lister = kv
+		k.Ratio.Annotations = parseInts("--kcp-annotations", *annotations, &errs)
 		if err := k.Ratio.Validate(); err != nil {
 			errs = append(errs, err)
 		}
@@ -138,4 +128,22 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 		return nil, err
 	}
 	return cli, nil
+}
+
+// parseInts parses a comma-separated list of numbers, adding an error
+// naming flag for each word that is not one.
+func parseInts(flag, list string, errs *[]error) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			*errs = append(*errs, fmt.Errorf("%s: %q is not a number", flag, f))
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,9 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-rounds", "0"}, "--kcp-rounds: must be in [1, 50]"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-lister", "kcp:0"}, "--kcp-lister: want a plain v1 or v1beta1 lister"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-workspaces", "0"}, "--kcp-workspaces: must be in [1, 20]"},
+		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-annotations", "3,x"}, `--kcp-annotations: "x" is not a number`},
+		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-annotations", "3,101"}, "--kcp-annotations: each must be in [0, 100], got 101"},
+		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-annotations", ","}, "--kcp-annotations: want 1 to 4 counts, got 0"},
 	} {
 		if _, err := parseArgs(tc.args, root, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
@@ -71,11 +75,11 @@ func TestParseArgs(t *testing.T) {
 	if cli.KCP != nil {
 		t.Error("a real-kcp section without --kcp-patched")
 	}
-	cli, err = parseArgs([]string{"--kcp-patched", "bin/kcp", "--kcp-pristine", "bin/kcp-pristine", "--kcp-objects", "10000", "--kcp-workspaces", "3", "--kcp-annotations", "18", "--kcp-rounds", "6", "--kcp-lister", "v1beta1:"}, root, io.Discard)
+	cli, err = parseArgs([]string{"--kcp-patched", "bin/kcp", "--kcp-pristine", "bin/kcp-pristine", "--kcp-objects", "10000", "--kcp-workspaces", "3", "--kcp-annotations", "3,18", "--kcp-rounds", "6", "--kcp-lister", "v1beta1:"}, root, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := cli.KCP.Ratio; cli.KCP.PatchedBinary != "bin/kcp" || cli.KCP.PristineBinary != "bin/kcp-pristine" || r.Objects != 10000 || r.Workspaces != 3 || r.Annotations != 18 || r.Rounds != 6 || r.Lister.Name() != "v1beta1:" {
+	if r := cli.KCP.Ratio; cli.KCP.PatchedBinary != "bin/kcp" || cli.KCP.PristineBinary != "bin/kcp-pristine" || r.Objects != 10000 || r.Workspaces != 3 || !slices.Equal(r.Annotations, []int{3, 18}) || r.Rounds != 6 || r.Lister.Name() != "v1beta1:" {
 		t.Errorf("real kcp options %+v", cli.KCP)
 	}
 	if _, err := parseArgs([]string{"--help"}, root, io.Discard); err != flag.ErrHelp {

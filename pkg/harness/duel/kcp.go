@@ -19,8 +19,9 @@ type RealKCP struct {
 	Clusters []string `json:"clusters"`
 	// Duel is the duel load against each kcp, fresh, one at a time.
 	Duel Duel `json:"duel"`
-	// Ratio is one client's LIST throughput, patched over stock.
-	Ratio KCPRatio `json:"ratio"`
+	// Ratios are one client's LIST throughput, patched over stock, one
+	// per annotation count measured.
+	Ratios []KCPRatio `json:"ratios"`
 }
 
 // KCPRatio is one client (one request at a time, which the stock kcp
@@ -137,23 +138,33 @@ func (k *RealKCP) check() error {
 	if err := k.Duel.Patched.check(Patched); err != nil {
 		return fmt.Errorf("realKCP.duel.patched: %w", err)
 	}
-	r := k.Ratio
+	for i := range k.Ratios {
+		if err := k.Ratios[i].check(); err != nil {
+			return fmt.Errorf("realKCP.ratios[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// check reports the first inconsistency of one ratio: a rate that its
+// counts do not give, or a summary that its rounds do not add up to.
+func (r *KCPRatio) check() error {
 	for i, rd := range r.Rounds {
 		for _, p := range []RatePair{rd.Partial, rd.Full} {
 			for _, x := range []Rated{p.Pristine, p.Patched} {
 				if x.Lists < 0 || x.Failed < 0 || !near(x.ListsPerSecond, Rate(x.Lists, x.Elapsed)) {
-					return fmt.Errorf("realKCP.ratio.rounds[%d]: inconsistent rate %+v", i, x)
+					return fmt.Errorf("rounds[%d]: inconsistent rate %+v", i, x)
 				}
 			}
 			if want := NewRatePair(p.Pristine, p.Patched).Ratio; !near(p.Ratio, want) {
-				return fmt.Errorf("realKCP.ratio.rounds[%d]: ratio %.4f, the rates give %.4f", i, p.Ratio, want)
+				return fmt.Errorf("rounds[%d]: ratio %.4f, the rates give %.4f", i, p.Ratio, want)
 			}
 		}
 	}
-	want := r
+	want := *r
 	want.Summarize()
 	if !nearSummary(want.Partial, r.Partial) || !nearSummary(want.Full, r.Full) {
-		return errors.New("realKCP.ratio: the summaries do not add up the rounds")
+		return errors.New("the summaries do not add up the rounds")
 	}
 	return nil
 }
@@ -184,11 +195,18 @@ func (k *RealKCP) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.name, Thousands(x.run.Requests),
 			Thousands(int64(x.run.ListsPerSecond+0.5)), x.run.deathCell(), x.run.Fatal.Markdown())
 	}
-	r := k.Ratio
-	if len(r.Rounds) == 0 {
-		return b.String()
+	for _, r := range k.Ratios {
+		if len(r.Rounds) > 0 {
+			b.WriteString("\n" + r.Markdown())
+		}
 	}
-	fmt.Fprintf(&b, "\n**One client on kcp v0.32.3**: %s ClusterRoles over %d logical clusters, %d extra annotations each; one request at a time, `%s`, %s per run, %d rounds alternating which kcp goes first. "+
+	return b.String()
+}
+
+// Markdown is one single-client ratio: the summary and its rounds.
+func (r *KCPRatio) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**One client on kcp v0.32.3**: %s ClusterRoles over %d logical clusters, %d extra annotations each; one request at a time, `%s`, %s per run, %d rounds alternating which kcp goes first. "+
 		"Wildcard partial-metadata LISTs with the carry: **%.3f×** stock (per round %.3f to %.3f, standard deviation %.3f). "+
 		"Full-object LISTs of the same objects, which the carry does not touch (the noise control): **%.3f×** (per round %.3f to %.3f, standard deviation %.3f).\n\n",
 		Thousands(int64(r.Objects)), r.Workspaces, r.Annotations, r.Lister, Seconds(r.Bound), len(r.Rounds),

@@ -33,16 +33,16 @@ type KCPOptions struct {
 	HammerLogf func(format string, args ...any)
 }
 
-// RatioOptions configure the single-client ratio on real kcp: Objects
-// ClusterRoles spread over Workspaces logical clusters (root and
-// Workspaces-1 new workspaces), each with Annotations extra annotations;
-// Rounds rounds alternating which kcp goes first, each measuring one
-// client's wildcard partial-metadata LISTs (Lister) and its full-object
-// LISTs of the same objects for Duration each.
+// RatioOptions configure the single-client ratios on real kcp, one per
+// entry of Annotations: Objects ClusterRoles spread over Workspaces logical
+// clusters (root and Workspaces-1 new workspaces), each with that many extra
+// annotations; Rounds rounds alternating which kcp goes first, each
+// measuring one client's wildcard partial-metadata LISTs (Lister) and its
+// full-object LISTs of the same objects for Duration each.
 type RatioOptions struct {
 	Objects     int
 	Workspaces  int
-	Annotations int
+	Annotations []int
 	Rounds      int
 	Duration    time.Duration
 	Lister      hammer.ListerVariant
@@ -53,7 +53,7 @@ func DefaultRatioOptions() RatioOptions {
 	return RatioOptions{
 		Objects:     150,
 		Workspaces:  3,
-		Annotations: hammer.DefaultOptions().Annotations,
+		Annotations: []int{hammer.DefaultOptions().Annotations},
 		Rounds:      6,
 		Duration:    10 * time.Second,
 		Lister:      hammer.ListerVariant{MetaVersion: "v1", ResourceVersion: "0"},
@@ -69,8 +69,13 @@ func (r RatioOptions) Validate() error {
 	if r.Workspaces < 1 || r.Workspaces > 20 {
 		errs = append(errs, fmt.Errorf("--kcp-workspaces: must be in [1, 20], got %d", r.Workspaces))
 	}
-	if r.Annotations < 0 || r.Annotations > 100 {
-		errs = append(errs, fmt.Errorf("--kcp-annotations: must be in [0, 100], got %d", r.Annotations))
+	if len(r.Annotations) == 0 || len(r.Annotations) > maxAnnotationCounts {
+		errs = append(errs, fmt.Errorf("--kcp-annotations: want 1 to %d counts, got %d", maxAnnotationCounts, len(r.Annotations)))
+	}
+	for _, a := range r.Annotations {
+		if a < 0 || a > 100 {
+			errs = append(errs, fmt.Errorf("--kcp-annotations: each must be in [0, 100], got %d", a))
+		}
 	}
 	if r.Rounds < 1 || r.Rounds > 50 {
 		errs = append(errs, fmt.Errorf("--kcp-rounds: must be in [1, 50], got %d", r.Rounds))
@@ -83,6 +88,10 @@ func (r RatioOptions) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxAnnotationCounts bounds the ratios one run measures (each seeds both
+// kcps afresh).
+const maxAnnotationCounts = 4
 
 // kcpWorkspaceNames are the workspaces the measurements create under root.
 func kcpWorkspaceNames(n int) []string {
@@ -184,26 +193,10 @@ func RunKCP(ctx context.Context, o Options, k KCPOptions) (*duel.RealKCP, error)
 		}
 		x.s.stop()
 	}
-	ratio, err := measureRatio(ctx, pristine, patched, k)
-	if err != nil {
+	if out.Ratios, err = measureRatios(ctx, pristine, patched, k); err != nil {
 		return nil, err
 	}
-	out.Ratio = *ratio
 	return out, nil
-}
-
-// MeasureKCPRatio is the single-client ratio alone: it starts a stock and a
-// patched kcp, seeds both alike and measures k.Ratio's rounds.
-func MeasureKCPRatio(ctx context.Context, k KCPOptions) (*duel.KCPRatio, error) {
-	if err := k.Ratio.Validate(); err != nil {
-		return nil, err
-	}
-	pristine, patched, cleanup, err := newKCPSlots(&k)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	return measureRatio(ctx, pristine, patched, k)
 }
 
 // runOnKCP runs a load against the slot's kcp and files it.
@@ -233,16 +226,29 @@ func runOnKCP(ctx context.Context, s *kcpSlot, what string, load hammer.Options,
 	return r, nil
 }
 
-// measureRatio starts both kcps fresh, seeds the same objects into both,
-// and runs the rounds.
-func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions) (*duel.KCPRatio, error) {
+// measureRatios measures one ratio per annotation count.
+func measureRatios(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions) ([]duel.KCPRatio, error) {
+	var out []duel.KCPRatio
+	for _, annotations := range k.Ratio.Annotations {
+		r, err := measureRatio(ctx, pristine, patched, k, annotations)
+		if err != nil {
+			return nil, fmt.Errorf("single client, %d annotations: %w", annotations, err)
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// measureRatio starts both kcps fresh, seeds the same objects, each with
+// annotations extra annotations, into both, and runs the rounds.
+func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions, annotations int) (*duel.KCPRatio, error) {
 	ro := k.Ratio
 	perCluster := (ro.Objects + ro.Workspaces - 1) / ro.Workspaces
-	out := &duel.KCPRatio{Objects: perCluster * ro.Workspaces, Workspaces: ro.Workspaces, Annotations: ro.Annotations, Lister: ro.Lister.Name(), Bound: ro.Duration}
+	out := &duel.KCPRatio{Objects: perCluster * ro.Workspaces, Workspaces: ro.Workspaces, Annotations: annotations, Lister: ro.Lister.Name(), Bound: ro.Duration}
 	seed := hammer.DefaultOptions()
 	seed.Resources = []hammer.Resource{hammer.ClusterRoles}
 	seed.Objects = perCluster
-	seed.Annotations = ro.Annotations
+	seed.Annotations = annotations
 	// A hammer run needs a worker: one write, the same on both kcps (a
 	// probe would pollute the pristine kcp's cache before it is measured).
 	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 1
@@ -267,7 +273,7 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions)
 			return nil, fmt.Errorf("seeding the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
 		}
 		if k.Logf != nil {
-			k.Logf("evidence: seeded %d ClusterRoles (%d annotations each) in %d logical clusters of the %s kcp", rep.Seed.Objects, ro.Annotations, len(clusters), s.variant)
+			k.Logf("evidence: seeded %d ClusterRoles (%d annotations each) in %d logical clusters of the %s kcp", rep.Seed.Objects, annotations, len(clusters), s.variant)
 		}
 	}
 	for i := 0; i < ro.Rounds; i++ {
@@ -292,7 +298,7 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions)
 		rd.Partial = duel.NewRatePair(partial[duel.Pristine], partial[duel.Patched])
 		rd.Full = duel.NewRatePair(full[duel.Pristine], full[duel.Patched])
 		if k.Logf != nil {
-			k.Logf("evidence: kcp round %d (%s first): partial %.1f / %.1f LIST/s = %.3f, full %.1f / %.1f LIST/s = %.3f", i+1, rd.First,
+			k.Logf("evidence: kcp round %d, %d annotations (%s first): partial %.1f / %.1f LIST/s = %.3f, full %.1f / %.1f LIST/s = %.3f", i+1, annotations, rd.First,
 				rd.Partial.Patched.ListsPerSecond, rd.Partial.Pristine.ListsPerSecond, rd.Partial.Ratio,
 				rd.Full.Patched.ListsPerSecond, rd.Full.Pristine.ListsPerSecond, rd.Full.Ratio)
 		}
