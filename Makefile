@@ -4,7 +4,9 @@ GO ?= go
 # fork, so it is built without the workspace: go.work points into .overlay/,
 # which the CLI itself creates.
 CARRY := bin/carry
-GO_TEST_FLAGS ?= -timeout 40m
+# -count=1: the suite runs live servers, whose outcome Go's test cache cannot
+# see; a cached pass would prove nothing about this machine or this build.
+GO_TEST_FLAGS ?= -timeout 40m -count=1
 
 .PHONY: all carry overlay build kcp image verify test pins bench evidence soak clean
 
