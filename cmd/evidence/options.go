@@ -60,14 +60,14 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 	fs.StringVar(&o.PatchedBinary, "patched-binary", "", "prebuilt patched test shard (default: build it with go.work into bin/shards)")
 	fs.DurationVar(&o.Duration, "duration", d.Duration, "duel: bound of the load on each shard")
 	fs.Int64Var(&o.MaxRequests, "max-requests", d.MaxRequests, "duel: request budget on each shard")
-	fs.IntVar(&o.Listers, "listers", d.Listers, "duel: listers (the hammer's default mix of variants)")
+	fs.IntVar(&o.Listers, "listers", d.Listers, "duel: listers (the hammer's default mix of request shapes, requestshape.HammerListers)")
 	fs.IntVar(&o.Watchers, "watchers", d.Watchers, "duel: watchers")
 	fs.IntVar(&o.Writers, "writers", d.Writers, "duel: label writers")
 	fs.DurationVar(&o.StepDuration, "step-duration", d.StepDuration, "single-lister rounds and scaling steps: bound of each run")
 	fs.Int64Var(&o.StepMaxRequests, "step-max-requests", d.StepMaxRequests, "single-lister rounds and scaling steps: request budget of each run")
 	fs.IntVar(&o.Rounds, "rounds", d.Rounds, "single-lister rounds per shard")
 	steps := fs.String("steps", evidence.JoinInts(d.Steps), "scaling: numbers of listers, growing, comma-separated")
-	variant := fs.String("step-lister", d.StepVariant.Name(), "single-lister and scaling: the variant of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
+	stepLister := fs.String("step-lister", d.StepLister.Name(), "single-lister and scaling: the request shape of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
 	clusters := fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed, comma-separated")
 	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
 	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
@@ -90,20 +90,20 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 	}
 	var errs []error
 	o.Steps = parseInts("--steps", *steps, &errs)
-	v, err := hammer.ParseListerVariant(*variant)
+	s, err := hammer.ParseListerShape(*stepLister)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--step-lister: %w", err))
 	}
-	o.StepVariant = v
+	o.StepLister = s
 	if k.PatchedBinary != "" || k.PristineBinary != "" {
 		if k.PatchedBinary == "" || k.PristineBinary == "" {
 			errs = append(errs, errors.New("--kcp-patched and --kcp-pristine go together"))
 		}
-		kv, err := hammer.ParseListerVariant(*kcpLister)
-		if err != nil {
+		if kv, err := hammer.ParseListerShape(*kcpLister); err != nil {
 			errs = append(errs, fmt.Errorf("--kcp-lister: %w", err))
+		} else {
+			k.Ratio.Lister = kv
 		}
-		k.Ratio.Lister = kv
 		k.Ratio.Annotations = parseInts("--kcp-annotations", *annotations, &errs)
 		if err := k.Ratio.Validate(); err != nil {
 			errs = append(errs, err)

@@ -37,7 +37,7 @@ func TestParseArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := cli.Options
-	if o.Duration != 3*time.Second || !cmp.Equal(o.Steps, []int{1, 3, 9}) || o.StepVariant.Name() != "v1beta1::paged" || o.Rounds != 1 ||
+	if o.Duration != 3*time.Second || !cmp.Equal(o.Steps, []int{1, 3, 9}) || o.StepLister.Name() != "v1beta1::paged" || o.Rounds != 1 ||
 		!cmp.Equal(o.Clusters, []string{"x", "y"}) || o.Note != "Shared." || cli.Out != "o" || !cli.RenderOnly {
 		t.Errorf("parsed %+v, out %q", o, cli.Out)
 	}
@@ -51,7 +51,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--steps", ""}, "--steps: no step given"},
 		{[]string{"--duration", "0s"}, "--duration: must be in (0, 5m0s]"},
 		{[]string{"--duration", "1h"}, "--duration: must be in (0, 5m0s]"},
-		{[]string{"--step-lister", "v3:0"}, "--step-lister: lister v3:0: meta version must be v1 or v1beta1"},
+		{[]string{"--step-lister", "v3:0"}, `--step-lister: request shape "v3:0": accept "v3" is not kcp or one of`},
 		{[]string{"--rounds", "0"}, "--rounds: must be in [1, 20]"},
 		{[]string{"--listers", "0"}, "--listers: must be in [1, 64]"},
 		{[]string{"--objects", "0"}, "--objects: must be in [1, 1000]"},

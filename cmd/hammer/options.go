@@ -23,8 +23,8 @@ type options struct {
 	rules     *clientcmd.ClientConfigLoadingRules
 	overrides *clientcmd.ConfigOverrides
 
-	resources, clusters, variants, scope, writeMode string
-	progress, probeRV, probeMeta                    string
+	resources, clusters, listerShapes, scope, writeMode string
+	progress, probeRV, probeMeta                        string
 
 	json        bool // print the report as JSON
 	cleanupOnly bool // delete what earlier runs left, then exit
@@ -52,7 +52,7 @@ func (o *options) AddFlags(fs *flag.FlagSet) {
 	d := o.run // the defaults, from newOptions
 	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1), apiexports (apis.kcp.io/v1alpha2, kcp only)")
 	fs.StringVar(&o.clusters, "clusters", o.clusters, "logical clusters to seed and write in, comma-separated")
-	fs.StringVar(&o.variants, "lister-variants", "", "lister variants, cycled over the listers: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: a mix starting with kcp:0)")
+	fs.StringVar(&o.listerShapes, "lister-shapes", "", "request shapes of the listers, cycled over them: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: pkg/harness/requestshape's HammerListers, starting with kcp:0)")
 	fs.StringVar(&o.scope, "scope", o.scope, "where listers and watchers go: wildcard (/clusters/*) or cluster (/clusters/<name>, a control)")
 	fs.StringVar(&o.writeMode, "write-mode", o.writeMode, "how writers set the label: update (GET+PUT), patch (merge PATCH), mixed")
 	fs.StringVar(&o.progress, "progress", o.progress, "live progress line on stderr: auto (when stderr is a terminal), always, never")
@@ -82,7 +82,7 @@ func (o *options) AddFlags(fs *flag.FlagSet) {
 }
 
 // Complete fills the hammer options from the flags: resources, clusters,
-// lister variants and the connection.
+// lister shapes and the connection.
 func (o *options) Complete() error {
 	var errs []error
 	var err error
@@ -90,8 +90,8 @@ func (o *options) Complete() error {
 		errs = append(errs, fmt.Errorf("--resources: %w", err))
 	}
 	o.run.Clusters = splitList(o.clusters)
-	if o.run.ListerVariants, err = hammer.ParseListerVariants(o.variants); err != nil {
-		errs = append(errs, fmt.Errorf("--lister-variants: %w", err))
+	if o.run.ListerShapes, err = hammer.ParseListerShapes(o.listerShapes); err != nil {
+		errs = append(errs, fmt.Errorf("--lister-shapes: %w", err))
 	}
 	o.run.Scope, o.run.WriteMode = hammer.Scope(o.scope), hammer.WriteMode(o.writeMode)
 	o.run.ProbeResourceVersion, o.run.ProbeMetaVersion = o.probeRV, o.probeMeta

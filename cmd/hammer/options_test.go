@@ -36,13 +36,13 @@ current-context: root
 		t.Fatal(err)
 	}
 	cli, err := parseArgs([]string{"--kubeconfig", kc, "--context", "shard-base", "--clusters", "a,b,c", "--listers", "3",
-		"--lister-variants", "kcp:0,v1beta1:", "--duration", "7s", "--json", "--resources", "configmaps", "--scope", "cluster", "--mixed-watchers", "2"}, io.Discard)
+		"--lister-shapes", "kcp:0,v1beta1:", "--duration", "7s", "--json", "--resources", "configmaps", "--scope", "cluster", "--mixed-watchers", "2"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := cli.run
 	if o.Config.Host != "https://127.0.0.1:6443" || o.Config.BearerToken != "secret" || !cli.json || o.Duration != 7*time.Second ||
-		len(o.Clusters) != 3 || len(o.ListerVariants) != 2 || o.Listers != 3 || len(o.Resources) != 1 || o.Scope != hammer.ScopeCluster || o.MixedWatchers != 2 {
+		len(o.Clusters) != 3 || len(o.ListerShapes) != 2 || o.Listers != 3 || len(o.Resources) != 1 || o.Scope != hammer.ScopeCluster || o.MixedWatchers != 2 {
 		t.Errorf("parsed %+v (host %s)", o, o.Config.Host)
 	}
 	if cli, err := parseArgs([]string{"--server", "https://h:1/clusters/root", "--insecure-skip-tls-verify", "--sequential-probe"}, io.Discard); err != nil || !cli.run.SequentialProbe || !cli.run.Config.Insecure {
@@ -53,7 +53,9 @@ current-context: root
 		want string
 	}{
 		{[]string{"--server", "https://h", "--resources", "secrets"}, "--resources"},
-		{[]string{"--server", "https://h", "--lister-variants", "v9:0"}, "--lister-variants"},
+		{[]string{"--server", "https://h", "--lister-shapes", "v9:0"}, `--lister-shapes: request shape "v9:0": accept "v9"`},
+		{[]string{"--server", "https://h", "--lister-shapes", "watch:v1:0"}, "--lister-shapes: request shape watch:v1:0 is not a lister's"},
+		{[]string{"--server", "https://h", "--lister-shapes", "get:v1:0"}, "--lister-shapes: request shape get:v1:0: no wildcard GET"},
 		{[]string{"--server", "https://h", "--objects", "-1"}, "--objects"},
 		{[]string{"--server", "https://h", "--scope", "galaxy"}, "--scope"},
 		{[]string{"--server", "https://h", "--mixed-watchers", "-1"}, "--mixed-watchers"},

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/endpoints/handlers"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 // heapAfterGC returns the live heap once the garbage of earlier iterations,
@@ -32,7 +34,7 @@ func BenchmarkWildcardPartialMetadataRetainedHeap(b *testing.B) {
 	const items = 10000
 	for _, annotations := range []int{3, 18} {
 		b.Run(fmt.Sprintf("items=%d/annotations=%d", items, annotations), func(b *testing.B) {
-			req := newWildcardPartialListRequest()
+			req := newRequest(b, requestshape.BenchList)
 			var retained int64
 			for b.Loop() {
 				lister := &cacheLister{cached: newCachedClusterRoles(items, annotations)}

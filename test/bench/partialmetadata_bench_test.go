@@ -22,11 +22,10 @@ import (
 	"k8s.io/kubernetes/pkg/apis/rbac"
 
 	// Register the internal and v1 rbac types, as kube-apiserver (and kcp) does.
-	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	_ "k8s.io/kubernetes/pkg/apis/rbac/install"
-)
 
-var partialMetadataListV1 = partialmeta.ListAccept(partialmeta.V1)
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
+)
 
 // newCachedClusterRoles returns n internal ClusterRoles shaped like the ones a
 // kcp shard serves: three labels, a couple of rules, and the given number of
@@ -97,16 +96,26 @@ func newScope() *handlers.RequestScope {
 	}
 }
 
-// newWildcardPartialListRequest is GET /clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles
-// as it reaches the handler after kcp's filters: wildcard cluster and request info in the context.
-func newWildcardPartialListRequest() *http.Request {
-	req := httptest.NewRequest(http.MethodGet, "/apis/rbac.authorization.k8s.io/v1/clusterroles", nil)
-	req.Header.Set("Accept", partialMetadataListV1)
-	ctx := request.WithCluster(req.Context(), request.Cluster{Wildcard: true, PartialMetadataRequest: true})
+// newRequest is a request of shape s (a wildcard one: the benchmarks have no
+// logical cluster) for /clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles
+// as it reaches the handler after kcp's filters: the wildcard cluster, whether
+// it asks for partial metadata, and the request info in the context.
+func newRequest(b *testing.B, s requestshape.Shape) *http.Request {
+	b.Helper()
+	if err := s.Validate(); err != nil || s.Scope != requestshape.Wildcard || s.KCPMetadataClient {
+		b.Fatalf("request shape %s: want a valid wildcard request sent over HTTP (%v)", s, err)
+	}
+	target := "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+	if q := s.Query(requestshape.Params{}).Encode(); q != "" {
+		target += "?" + q
+	}
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req.Header.Set("Accept", s.AcceptHeader())
+	ctx := request.WithCluster(req.Context(), request.Cluster{Wildcard: true, PartialMetadataRequest: s.Accept.Partial()})
 	ctx = request.WithRequestInfo(ctx, &request.RequestInfo{
 		IsResourceRequest: true,
 		Path:              req.URL.Path,
-		Verb:              "list",
+		Verb:              string(s.Verb),
 		APIPrefix:         "apis",
 		APIGroup:          rbac.GroupName,
 		APIVersion:        "v1",
@@ -139,7 +148,7 @@ func BenchmarkWildcardPartialMetadataList(b *testing.B) {
 func benchWildcardPartialList(b *testing.B, lister rest.Lister, n int) {
 	b.Helper()
 	handler := handlers.ListResource(lister, nil, newScope(), false, 0)
-	req := newWildcardPartialListRequest()
+	req := newRequest(b, requestshape.BenchList)
 	serve := func() *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)

@@ -7,15 +7,12 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
-	"k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/kubernetes/pkg/apis/rbac"
-)
 
-var partialMetadataV1 = partialmeta.ObjectAccept(partialmeta.V1)
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
+)
 
 // eventStream is a watch that delivers its events and ends.
 type eventStream chan watch.Event
@@ -41,24 +38,6 @@ func (w *cacheWatcher) Watch(context.Context, *metainternalversion.ListOptions) 
 	return events, nil
 }
 
-// newWildcardPartialWatchRequest is GET /clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles?watch=true
-// with Accept: ...;as=PartialObjectMetadata, as it reaches the handler after kcp's filters.
-func newWildcardPartialWatchRequest() *http.Request {
-	req := httptest.NewRequest(http.MethodGet, "/apis/rbac.authorization.k8s.io/v1/clusterroles?watch=true", nil)
-	req.Header.Set("Accept", partialMetadataV1)
-	ctx := request.WithCluster(req.Context(), request.Cluster{Wildcard: true, PartialMetadataRequest: true})
-	ctx = request.WithRequestInfo(ctx, &request.RequestInfo{
-		IsResourceRequest: true,
-		Path:              req.URL.Path,
-		Verb:              "watch",
-		APIPrefix:         "apis",
-		APIGroup:          rbac.GroupName,
-		APIVersion:        "v1",
-		Resource:          "clusterroles",
-	})
-	return req.WithContext(ctx)
-}
-
 // BenchmarkWildcardPartialMetadataWatch serves a wildcard partial-metadata
 // watch through the fork's real watch handler: each event goes through the
 // single-object conversion (asPartialObjectMetadata) and is encoded and
@@ -69,7 +48,7 @@ func BenchmarkWildcardPartialMetadataWatch(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d/annotations=%d", events, annotations), func(b *testing.B) {
 			watcher := &cacheWatcher{cacheLister{cached: newCachedClusterRoles(events, annotations)}}
 			handler := handlers.ListResource(watcher, watcher, newScope(), false, 0)
-			req := newWildcardPartialWatchRequest()
+			req := newRequest(b, requestshape.BenchWatch)
 			serve := func() *httptest.ResponseRecorder {
 				rec := httptest.NewRecorder()
 				handler.ServeHTTP(rec, req)

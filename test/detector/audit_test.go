@@ -69,7 +69,7 @@ func TestPristineAuditPaths(t *testing.T) {
 			q := url.Values{"sendInitialEvents": {"true"}, "resourceVersionMatch": {"NotOlderThan"}, "allowWatchBookmarks": {"true"}}
 			// The initial events carry the objects' names; then a live event.
 			tok := fmt.Sprintf("wl-%s", cluster)
-			stream := c.watchUntil(t, r.collectionPath("*"), q, accepts[2].single, func() { touch(t, s, r, cluster, "m-1", tok) }, tok)
+			stream := c.watchUntil(t, r.collectionPath("*"), q, acceptPartialV1Object, func() { touch(t, s, r, cluster, "m-1", tok) }, tok)
 			// The fork did write the annotation — into the events' copies.
 			if !strings.Contains(string(stream), `"`+leakKey+`":""`) {
 				t.Errorf("%s: the events do not carry %s=\"\": the write this case is about did not happen", r.name, leakKey)

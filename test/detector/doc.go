@@ -6,7 +6,7 @@
 //     partial-metadata LIST of ClusterRoles, at concurrency 1, is reported as
 //     a write of metadata.annotations["kcp.io/original-api-version"] into the
 //     watch cache, for every listed object;
-//   - the matrix: on the patched fork (the -race build), LIST, GET and WATCH
+//   - the matrix (requestshape.Matrix): on the patched fork (-race), LIST, GET and WATCH
 //     of ClusterRoles and ConfigMaps across Accept types, wildcard and
 //     single-cluster scope, resourceVersion "" and "0", selectors and
 //     pagination produce no finding, while the detector demonstrably

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
@@ -42,27 +42,16 @@ const (
 	requestTimeout = 30 * time.Second
 )
 
-// Accept headers.
-const (
-	acceptJSON     = "application/json"
-	acceptProtobuf = "application/vnd.kubernetes.protobuf"
-	acceptTable    = "application/json;as=Table;g=meta.k8s.io;v=v1"
-)
-
+// Accept headers of the requests outside the matrix, from the catalogue.
 var (
-	acceptPartialV1  = partialmeta.ListAccept(partialmeta.V1)
-	acceptPartialV1b = partialmeta.ListAccept(partialmeta.V1beta1)
+	acceptJSON     = requestshape.JSON.Header(requestshape.List)
+	acceptProtobuf = requestshape.Protobuf.Header(requestshape.List)
+	acceptTable    = requestshape.Table.Header(requestshape.List)
+	// acceptPartialV1 is a partial-metadata LIST's, acceptPartialV1Object a
+	// GET's or WATCH's.
+	acceptPartialV1       = requestshape.PartialV1.Header(requestshape.List)
+	acceptPartialV1Object = requestshape.PartialV1.Header(requestshape.Watch)
 )
-
-// accepts are the matrix's Accept values; for GET and WATCH the partial
-// kinds are PartialObjectMetadata, not ...List.
-var accepts = []struct{ name, list, single string }{
-	{"json", acceptJSON, acceptJSON},
-	{"protobuf", acceptProtobuf, acceptProtobuf},
-	{"partial-v1", acceptPartialV1, strings.Replace(acceptPartialV1, "PartialObjectMetadataList", "PartialObjectMetadata", 1)},
-	{"partial-v1beta1", acceptPartialV1b, strings.Replace(acceptPartialV1b, "PartialObjectMetadataList", "PartialObjectMetadata", 1)},
-	{"table", acceptTable, acceptTable},
-}
 
 // resource is a resource the test shard serves.
 type resource struct {
@@ -175,19 +164,25 @@ func (c *client) mustGet(t *testing.T, path string, query url.Values, accept str
 	return r
 }
 
-// watchUntil opens a watch (GET path?watch=1&query), calls trigger once
+// watchQuery is query as a watch sends it: watch=true and a timeout.
+func watchQuery(query url.Values) url.Values {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	q.Set("watch", "true")
+	q.Set("timeoutSeconds", fmt.Sprint(int(requestTimeout/time.Second)))
+	return q
+}
+
+// watchUntil opens a watch (GET path?watchQuery(query)), calls trigger once
 // the server answered, and reads the stream until it contains token or
 // requestTimeout passes. It returns what it read.
 func (c *client) watchUntil(t *testing.T, path string, query url.Values, accept string, trigger func(), token string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	q := url.Values{}
-	for k, v := range query {
-		q[k] = v
-	}
-	q.Set("watch", "1")
-	q.Set("timeoutSeconds", fmt.Sprint(int(requestTimeout/time.Second)))
+	q := watchQuery(query)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path+"?"+q.Encode(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -388,17 +383,22 @@ func handouts(t *testing.T, s *fixture.Shard, r resource, operation, sharing str
 	return metric(t, s, "handouts_total", l)
 }
 
+// seedLabels are the labels seedResource gives name in cluster:
+// parity=even|odd by the number in its name.
+func seedLabels(cluster, name string) map[string]string {
+	var i int
+	_, _ = fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &i)
+	return map[string]string{"suite": cluster, "parity": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}
+}
+
 // seedResource creates objects of r with names in cluster, labelled
-// parity=even|odd by the number in their name, with one extra annotation.
+// seedLabels, with one extra annotation.
 func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, names []string) {
 	t.Helper()
 	ctx := context.Background()
 	k := kube(t, s, cluster)
 	for _, name := range names {
-		var i int
-		_, _ = fmt.Sscanf(name[strings.LastIndex(name, "-")+1:], "%d", &i)
-		labels := map[string]string{"suite": cluster, "parity": map[bool]string{true: "even", false: "odd"}[i%2 == 0]}
-		om := metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"seeded-by": "test/detector"}}
+		om := metav1.ObjectMeta{Name: name, Labels: seedLabels(cluster, name), Annotations: map[string]string{"seeded-by": "test/detector"}}
 		var err error
 		if r.namespaced {
 			om.Namespace = namespace

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
@@ -24,40 +25,17 @@ const (
 	wildcardPageSize = 100
 )
 
-// selector is a LIST/WATCH variant: its query, and for a WATCH the object
-// to touch so that the watch sees an event.
-type selector struct {
-	name  string
-	query url.Values
-	touch string
-}
+// wantCells is the matrix's size: 2 resources × requestshape.Matrix()'s 170
+// shapes. A new catalogue entry changes it on purpose (update it here).
+const wantCells = 340
 
-var selectors = []selector{
-	{"plain", url.Values{}, "m-1"},
-	{"label", url.Values{"labelSelector": {"parity=even"}}, "m-2"},
-	{"field", url.Values{"fieldSelector": {"metadata.name!=m-0"}}, "m-1"},
-	// A single-name field selector makes the registry read one key, which
-	// in the wildcard scope is no object (see docs/read-path-audit.md):
-	// single-cluster scope only.
-	{"field-name", url.Values{"fieldSelector": {"metadata.name=m-1"}}, "m-1"},
-}
-
-// selectorsFor are the selectors that select objects in scope.
-func selectorsFor(scope string) []selector {
-	if scope == "*" {
-		return selectors[:3]
-	}
-	return selectors
-}
-
-// cell is one request shape of the matrix.
+// cell is one request shape of the matrix, for one resource.
 type cell struct {
-	verb, resource, scope, accept, rv, variant string
+	resource string
+	shape    requestshape.Shape
 }
 
-func (c cell) String() string {
-	return fmt.Sprintf("%s %s %s %s rv=%q %s", c.verb, c.resource, c.scope, c.accept, c.rv, c.variant)
-}
+func (c cell) String() string { return c.resource + " " + c.shape.Name() }
 
 // matrixRun is what runMatrix did: the cells, and which cell sent each
 // request (path?query and Accept, as the detector reports them).
@@ -80,13 +58,25 @@ func (m *matrixRun) cellOf(f cm.Finding) (cell, bool) {
 	return c, ok
 }
 
-// runMatrix sends the matrix to s, one request at a time: LIST, GET and
-// WATCH of ClusterRoles and ConfigMaps × Accept json, protobuf,
-// PartialObjectMetadata v1 and v1beta1, Table × wildcard and single-cluster
-// scope × resourceVersion "" and "0" × plain, label- and field-selected and
-// (LIST) paginated. Each cell first seeds fresh objects (cellObjects) in a
-// cluster of its own. GET has no wildcard cell: kcp only serves list and
-// watch in "*" (WithWildcardListWatchGuard).
+// selectedObjects are the cell's objects (cellObjects, labelled as
+// seedResource labels them) that sel selects.
+func selectedObjects(sel requestshape.Selector, cluster string) []string {
+	var out []string
+	for _, name := range cellObjects {
+		if sel.Selects(name, seedLabels(cluster, name)) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// runMatrix sends the matrix to s, one request at a time: every shape of
+// requestshape.Matrix() (LIST, GET and WATCH × wildcard and single-cluster
+// scope × Accept json, protobuf, PartialObjectMetadata v1 and v1beta1, Table
+// × resourceVersion "" and "0" × plain, label- and field-selected and (LIST)
+// paginated; no wildcard GET: kcp only serves list and watch in "*",
+// WithWildcardListWatchGuard) for ClusterRoles and ConfigMaps. Each cell
+// first seeds fresh objects (cellObjects) in a cluster of its own.
 //
 // exact makes the attribution deterministic: the detector names the request
 // that held an object when it saw the change, which is the writer only if no
@@ -100,127 +90,87 @@ func runMatrix(t *testing.T, s *fixture.Shard, exact bool) *matrixRun {
 	c := newClient(t, s)
 	m := &matrixRun{byRequest: map[string]cell{}}
 	start := time.Now()
-	n, token := 0, 0
-	var cluster, scope string
 	for _, r := range []resource{clusterRoles, configMaps} {
-		for _, wildcard := range []bool{true, false} {
-			for _, a := range accepts {
-				for _, rv := range []string{"", "0"} {
-					withRV := func(q url.Values) url.Values {
-						out := url.Values{}
-						for k, v := range q {
-							out[k] = v
-						}
-						if rv != "" {
-							out.Set("resourceVersion", rv)
-						}
-						return out
-					}
-					// mk starts a cell: the previous cell's reads are verified,
-					// fresh objects in a new cluster are in the cache.
-					var path string
-					mk := func(verb, variant string) cell {
-						if exact {
-							waitIdle(t, s)
-						}
-						n++
-						cluster = fmt.Sprintf("m%04d", n)
-						seedResource(t, s, r, cluster, cellObjects)
-						// A consistent LIST waits until the cache has them
-						// (a resourceVersion "0" read would not). Plain JSON
-						// in one cluster: no fork writes on this path, and a
-						// finding it caused would name no cell and fail.
-						c.mustGet(t, r.collectionPath(cluster), url.Values{}, acceptJSON)
-						if exact {
-							waitIdle(t, s)
-						}
-						scope = cluster
-						if wildcard {
-							scope = "*"
-						}
-						path = r.collectionPath(scope)
-						cl := cell{verb: verb, resource: r.name, scope: map[bool]string{true: "*", false: "cluster"}[wildcard], accept: a.name, rv: rv, variant: variant}
-						m.cells = append(m.cells, cl)
-						return cl
-					}
-					scopeOf := "*"
-					if !wildcard {
-						scopeOf = "cluster"
-					}
+		for _, shape := range requestshape.Matrix() {
+			// The previous cell's reads are verified, fresh objects in a
+			// new cluster are in the cache.
+			if exact {
+				waitIdle(t, s)
+			}
+			cl := cell{resource: r.name, shape: shape}
+			m.cells = append(m.cells, cl)
+			cluster := fmt.Sprintf("m%04d", len(m.cells))
+			seedResource(t, s, r, cluster, cellObjects)
+			// A consistent LIST waits until the cache has them (a
+			// resourceVersion "0" read would not). Plain JSON in one
+			// cluster: no fork writes on this path, and a finding it caused
+			// would name no cell and fail.
+			c.mustGet(t, r.collectionPath(cluster), url.Values{}, acceptJSON)
+			if exact {
+				waitIdle(t, s)
+			}
+			scope := cluster
+			if shape.Scope == requestshape.Wildcard {
+				scope = "*"
+			}
+			path, accept := r.collectionPath(scope), shape.AcceptHeader()
+			selected := selectedObjects(shape.Selector, cluster)
+			if len(selected) == 0 {
+				t.Fatalf("%s: the selector selects none of the cell's objects %v (requestshape.Selectors)", cl, cellObjects)
+			}
 
-					// LIST, plain and selected.
-					for _, sel := range selectorsFor(scopeOf) {
-						cl := mk("list", sel.name)
-						q := withRV(sel.query)
-						m.sent(cl, path, q, a.list)
-						resp := c.mustGet(t, path, q, a.list)
-						m.requests++
-						if n, _, err := listMeta(resp); err != nil || n == 0 {
-							t.Errorf("%s: %d items, %v", cl, n, err)
-						}
+			switch shape.Verb {
+			case requestshape.List:
+				limit := int64(pageSize)
+				if shape.Scope == requestshape.Wildcard {
+					limit = wildcardPageSize
+				}
+				total, cont := 0, ""
+				for page := 0; ; page++ {
+					if page == maxPages {
+						t.Fatalf("%s: more than %d pages", cl, maxPages)
 					}
-
-					// LIST, paginated.
-					cl := mk("list", "paged")
-					limit := fmt.Sprint(pageSize)
-					if wildcard {
-						limit = fmt.Sprint(wildcardPageSize)
+					q := shape.Query(requestshape.Params{Limit: limit, Continue: cont})
+					m.sent(cl, path, q, accept)
+					resp := c.mustGet(t, path, q, accept)
+					m.requests++
+					n, next, err := listMeta(resp)
+					if err != nil {
+						t.Fatalf("%s: %v", cl, err)
 					}
-					q := withRV(url.Values{"limit": {limit}})
-					total := 0
-					for page := 0; ; page++ {
-						if page == maxPages {
-							t.Fatalf("%s: more than %d pages", cl, maxPages)
-						}
-						m.sent(cl, path, q, a.list)
-						resp := c.mustGet(t, path, q, a.list)
-						m.requests++
-						n, cont, err := listMeta(resp)
-						if err != nil {
-							t.Fatalf("%s: %v", cl, err)
-						}
-						total += n
-						if cont == "" {
-							break
-						}
-						q = url.Values{"limit": {limit}, "continue": {cont}}
-					}
-					if total < len(cellObjects) {
-						t.Errorf("%s: %d items in all pages, want at least %d", cl, total, len(cellObjects))
-					}
-
-					// GET (single cluster only).
-					if !wildcard {
-						cl := mk("get", "plain")
-						p, q := r.objectPath(scope, cellObjects[0]), withRV(url.Values{})
-						m.sent(cl, p, q, a.single)
-						c.mustGet(t, p, q, a.single)
-						m.requests++
-					}
-
-					// WATCH: a live event for an object the watch selects.
-					for _, sel := range selectorsFor(scopeOf) {
-						cl := mk("watch", sel.name)
-						token++
-						tok := fmt.Sprintf("tok%06d", token)
-						q := withRV(sel.query)
-						wq := url.Values{}
-						for k, v := range q {
-							wq[k] = v
-						}
-						wq.Set("watch", "1")
-						wq.Set("timeoutSeconds", fmt.Sprint(int(requestTimeout/time.Second)))
-						m.sent(cl, path, wq, a.single)
-						c.watchUntil(t, path, q, a.single, func() { touch(t, s, r, cluster, sel.touch, tok) }, tok)
-						m.watches++
+					total += n
+					if cont = next; !shape.Paged || cont == "" {
+						break
 					}
 				}
+				if total < len(selected) {
+					t.Errorf("%s: %d items, want at least %d (%v)", cl, total, len(selected), selected)
+				}
+
+			case requestshape.Get:
+				p, q := r.objectPath(scope, cellObjects[0]), shape.Query(requestshape.Params{})
+				m.sent(cl, p, q, accept)
+				c.mustGet(t, p, q, accept)
+				m.requests++
+
+			case requestshape.Watch:
+				// A live event for an object the watch selects.
+				tok := fmt.Sprintf("tok%06d", len(m.cells))
+				q := shape.Query(requestshape.Params{})
+				m.sent(cl, path, watchQuery(q), accept)
+				c.watchUntil(t, path, q, accept, func() { touch(t, s, r, cluster, selected[0], tok) }, tok)
+				m.watches++
+
+			default:
+				t.Fatalf("%s: the matrix does not send %s", cl, shape.Verb)
 			}
 		}
 	}
-	_ = scope
 	waitIdle(t, s)
 	t.Logf("matrix: %d cells, %d LIST/GET requests and %d watches in %s", len(m.cells), m.requests, m.watches, time.Since(start).Round(time.Millisecond))
+	if len(m.cells) != wantCells {
+		t.Errorf("the matrix sent %d cells, want %d", len(m.cells), wantCells)
+	}
 	return m
 }
 
@@ -299,7 +249,7 @@ func TestPristineMatrixAudit(t *testing.T) {
 	}
 	var table strings.Builder
 	for _, c := range m.cells {
-		want := c.verb == "list" && c.scope == "*" && strings.HasPrefix(c.accept, "partial-")
+		want := c.shape.Verb == requestshape.List && c.shape.Scope == requestshape.Wildcard && c.shape.Accept.Partial()
 		got := perCell[c]
 		if want != (got > 0) {
 			t.Errorf("[%s] %d findings, want findings: %v", c, got, want)

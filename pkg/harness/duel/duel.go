@@ -98,7 +98,7 @@ type Shard struct {
 
 // Load is the hammer load of a run.
 type Load struct {
-	// Listers is the variant of each lister (hammer's --lister-variants
+	// Listers is the request shape of each lister (hammer's --lister-shapes
 	// spelling, e.g. "v1:0", "kcp:0", "v1beta1::paged").
 	Listers   []string `json:"listers"`
 	Watchers  int      `json:"watchers"`

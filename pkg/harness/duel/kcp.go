@@ -36,7 +36,7 @@ type KCPRatio struct {
 	Objects     int `json:"objects"`
 	Workspaces  int `json:"workspaces"`
 	Annotations int `json:"annotations"`
-	// Lister is the partial LIST's variant (hammer spelling, e.g. "v1:0");
+	// Lister is the partial LIST's request shape (its name, e.g. "v1:0");
 	// the full-object LIST uses the same resourceVersion.
 	Lister string `json:"lister"`
 	// Bound is each run's duration.

@@ -16,6 +16,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 // KCPOptions configure the measurements on real kcp: the duel load of
@@ -45,7 +46,7 @@ type RatioOptions struct {
 	Annotations []int
 	Rounds      int
 	Duration    time.Duration
-	Lister      hammer.ListerVariant
+	Lister      requestshape.Shape
 }
 
 // DefaultRatioOptions are `make evidence`'s.
@@ -56,7 +57,7 @@ func DefaultRatioOptions() RatioOptions {
 		Annotations: []int{hammer.DefaultOptions().Annotations},
 		Rounds:      6,
 		Duration:    10 * time.Second,
-		Lister:      hammer.ListerVariant{MetaVersion: "v1", ResourceVersion: "0"},
+		Lister:      requestshape.KCPRatioLister,
 	}
 }
 
@@ -83,7 +84,9 @@ func (r RatioOptions) Validate() error {
 	if r.Duration <= 0 || r.Duration > maxDuration {
 		errs = append(errs, fmt.Errorf("--kcp-duration: must be in (0, %s], got %s", maxDuration, r.Duration))
 	}
-	if r.Lister.KCPMetadataClient || r.Lister.Paged {
+	if err := hammer.CheckListerShape(r.Lister); err != nil {
+		errs = append(errs, fmt.Errorf("--kcp-lister: %w", err))
+	} else if r.Lister.KCPMetadataClient || r.Lister.Paged {
 		errs = append(errs, fmt.Errorf("--kcp-lister: want a plain v1 or v1beta1 lister, got %s", r.Lister.Name()))
 	}
 	return errors.Join(errs...)
@@ -319,7 +322,7 @@ func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf fu
 	h.Objects = 1
 	h.NoSeed, h.NoVerify = true, true
 	h.Listers, h.Watchers, h.Writers = 1, 0, 0
-	h.ListerVariants = []hammer.ListerVariant{ro.Lister}
+	h.ListerShapes = []requestshape.Shape{ro.Lister}
 	h.Duration = ro.Duration
 	h.MaxRequests = 1 << 40
 	h.Logf = hammerLogf
@@ -341,9 +344,12 @@ func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (duel.Rated, err
 	if err != nil {
 		return duel.Rated{}, err
 	}
+	// The partial LIST's shape, asking for full objects.
+	full := ro.Lister
+	full.Accept = requestshape.JSON
 	url := cfg.Host + "/clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles"
-	if ro.Lister.ResourceVersion != "" {
-		url += "?resourceVersion=" + ro.Lister.ResourceVersion
+	if q := full.Query(requestshape.Params{}).Encode(); q != "" {
+		url += "?" + q
 	}
 	var lists, failed int64
 	start := time.Now()
@@ -355,7 +361,7 @@ func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (duel.Rated, err
 		if err != nil {
 			return duel.Rated{}, err
 		}
-		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Accept", full.AcceptHeader())
 		resp, err := hc.Do(req)
 		if err != nil {
 			failed++

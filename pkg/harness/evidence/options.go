@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 // Options configure Run. Start from DefaultOptions.
@@ -37,12 +38,12 @@ type Options struct {
 	Watchers    int
 	Writers     int
 
-	// The single-lister rounds and the scaling steps use StepVariant for
+	// The single-lister rounds and the scaling steps use StepLister for
 	// every lister, no watchers and no writers, each run bounded by
 	// StepDuration and StepMaxRequests.
 	StepDuration    time.Duration
 	StepMaxRequests int64
-	StepVariant     hammer.ListerVariant
+	StepLister      requestshape.Shape
 	// Rounds is how many single-lister runs each shard gets; the shard that
 	// goes first alternates (pristine first in odd rounds).
 	Rounds int
@@ -77,7 +78,7 @@ func DefaultOptions() Options {
 		Writers:         4,
 		StepDuration:    5 * time.Second,
 		StepMaxRequests: 100000,
-		StepVariant:     hammer.ListerVariant{MetaVersion: "v1", ResourceVersion: "0"},
+		StepLister:      requestshape.StepLister,
 		Rounds:          4,
 		Steps:           []int{1, 2, 4, 8, 16},
 		Clusters:        []string{"evidence-a", "evidence-b", "evidence-c"},
@@ -132,9 +133,9 @@ func (o *Options) Validate() error {
 		}
 		prev = n
 	}
-	if o.StepVariant.MetaVersion == "" {
-		bad("step-lister", "no lister variant")
-	} else if _, err := hammer.ParseListerVariant(o.StepVariant.Name()); err != nil {
+	if o.StepLister == (requestshape.Shape{}) {
+		bad("step-lister", "no lister shape")
+	} else if err := hammer.CheckListerShape(o.StepLister); err != nil {
 		bad("step-lister", "%v", err)
 	}
 	if len(o.Clusters) == 0 {
@@ -173,11 +174,11 @@ func (o *Options) duelLoad() hammer.Options {
 	return h
 }
 
-// stepLoad is n listers of StepVariant, nothing else, no checks after.
+// stepLoad is n listers of StepLister, nothing else, no checks after.
 func (o *Options) stepLoad(n int) hammer.Options {
 	h := o.hammerOptions()
 	h.Listers, h.Watchers, h.Writers = n, 0, 0
-	h.ListerVariants = []hammer.ListerVariant{o.StepVariant}
+	h.ListerShapes = []requestshape.Shape{o.StepLister}
 	h.Duration, h.MaxRequests = o.StepDuration, o.StepMaxRequests
 	h.NoVerify = true
 	return h

@@ -262,15 +262,8 @@ func loadOf(h hammer.Options) duel.Load {
 	if h.Writers > 0 {
 		l.WriteMode = string(h.WriteMode)
 	}
-	given := h.ListerVariants
-	for i := 0; i < h.Listers; i++ {
-		var v hammer.ListerVariant
-		if len(given) > 0 {
-			v = given[i%len(given)]
-		} else {
-			v = hammer.DefaultListerVariants(h.Listers)[i]
-		}
-		l.Listers = append(l.Listers, v.Name())
+	for _, s := range hammer.ListerShapes(h.ListerShapes, h.Listers) {
+		l.Listers = append(l.Listers, s.Name())
 	}
 	return l
 }

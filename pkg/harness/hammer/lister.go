@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,14 +14,14 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 	kcpmetadata "github.com/kcp-dev/kcp/pkg/metadata"
 )
 
 // lister runs one lister until the run ends, its budget is spent or the
 // server dies. Each LIST goes to the next resource (and, in cluster scope, the
 // next logical cluster).
-func (r *run) lister(ctx context.Context, c *client, v ListerVariant) {
+func (r *run) lister(ctx context.Context, c *client, v listerShape) {
 	for i := 0; ; i++ {
 		res := r.opts.Resources[i%len(r.opts.Resources)]
 		cluster := r.scopeCluster(i / len(r.opts.Resources))
@@ -67,24 +65,15 @@ func (r *run) stopped(ctx context.Context, err error) bool {
 
 // listPartial sends one partial-metadata LIST (all its pages) with a plain
 // HTTP client and checks every item.
-func (r *run) listPartial(ctx context.Context, c *client, v ListerVariant, res Resource, cluster string) error {
+func (r *run) listPartial(ctx context.Context, c *client, v listerShape, res Resource, cluster string) error {
 	path := res.collectionPath(cluster, "")
 	cont := ""
 	for {
-		q := url.Values{}
-		if cont == "" && v.ResourceVersion != "" {
-			q.Set("resourceVersion", v.ResourceVersion)
-		}
-		if v.Paged {
-			q.Set("limit", strconv.FormatInt(r.opts.PageSize, 10))
-			if cont != "" {
-				q.Set("continue", cont)
-			}
-		}
+		q := v.Query(requestshape.Params{Limit: r.opts.PageSize, Continue: cont})
 		var list partialList
 		_, err := c.do(ctx, request{
-			op: v.opName(), method: "GET", path: path, query: q, accept: partialmeta.ListAccept(v.MetaVersion),
-			decode: func(body []byte) error { return decodePartialList(path, body, v.MetaVersion, &list) },
+			op: v.opName(), method: "GET", path: path, query: q, accept: v.AcceptHeader(),
+			decode: func(body []byte) error { return decodePartialList(path, body, v.Accept.MetaVersion, &list) },
 		})
 		if err != nil {
 			return err
@@ -126,16 +115,13 @@ func (r *run) kcpMetadataClient() (kcpdynamic.ClusterInterface, error) {
 // listViaKCPMetadataClient sends one LIST (all its pages) through
 // github.com/kcp-dev/kcp/pkg/metadata, which asks for
 // PartialObjectMetadataList meta.k8s.io/v1 on every LIST.
-func (r *run) listViaKCPMetadataClient(ctx context.Context, c *client, v ListerVariant, res Resource, cluster string) error {
+func (r *run) listViaKCPMetadataClient(ctx context.Context, c *client, v listerShape, res Resource, cluster string) error {
 	mc, err := r.kcpMetadataClient()
 	if err != nil {
 		return err
 	}
 	gvr := schema.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource}
-	opts := metav1.ListOptions{ResourceVersion: v.ResourceVersion}
-	if v.Paged {
-		opts.Limit = r.opts.PageSize
-	}
+	opts := v.ListOptions(requestshape.Params{Limit: r.opts.PageSize})
 	path := res.collectionPath(cluster, "")
 	for {
 		if c.budget != nil && !c.budget.take() {
@@ -159,8 +145,7 @@ func (r *run) listViaKCPMetadataClient(ctx context.Context, c *client, v ListerV
 			}
 		}
 		r.partialItems.Add(int64(len(list.Items)))
-		opts.Continue = list.GetContinue()
-		opts.ResourceVersion = ""
+		opts = v.ListOptions(requestshape.Params{Limit: r.opts.PageSize, Continue: list.GetContinue()})
 		if !v.Paged || opts.Continue == "" {
 			return nil
 		}

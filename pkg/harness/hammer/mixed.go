@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 // Scopes of a mixed-watchers watch, as they appear in check (d)'s values.
@@ -101,11 +103,12 @@ func (c CheckResult) SingleClusterAnnotated() int64 {
 
 // mixedWatchers runs one group of mixed watchers until the run ends, its
 // budget is spent or the server dies. Window after window it takes the next
-// resource and logical cluster and opens, at the same time, a wildcard and a
-// single-cluster partial-metadata WATCH of that resource at meta.k8s.io v1 and
-// at v1beta1, all four from the resourceVersion of a fresh single-cluster
-// LIST: so they see only events that happen while they are open, which the
-// watch cache dispatches to all of them (not a replay of its store).
+// resource and logical cluster and opens, at the same time, the watches of
+// requestshape.MixedWatchers (a wildcard and a single-cluster partial-metadata
+// WATCH of that resource at meta.k8s.io v1 and at v1beta1), all from the
+// resourceVersion of a fresh single-cluster LIST: so they see only events that
+// happen while they are open, which the watch cache dispatches to all of them
+// (not a replay of its store).
 func (r *run) mixedWatchers(ctx context.Context, c *client, group int) {
 	for i := group; ; i++ {
 		res := r.opts.Resources[i%len(r.opts.Resources)]
@@ -118,20 +121,18 @@ func (r *run) mixedWatchers(ctx context.Context, c *client, group int) {
 			continue
 		}
 		var wg sync.WaitGroup
-		errs := make([]error, 4)
-		n := 0
-		for _, metaVersion := range []string{"v1", "v1beta1"} {
-			for _, target := range []struct{ scope, cluster string }{{mixedWildcard, "*"}, {mixedSingleCluster, cluster}} {
-				op := fmt.Sprintf("watch mixed %s %s", metaVersion, target.scope)
-				q := url.Values{"resourceVersion": {rv}}
-				slot := n
-				n++
-				wg.Go(func() {
-					errs[slot] = r.watchPartial(ctx, c, op, metaVersion, res, target.cluster, q, func(p partialMeta) {
-						r.mixedCheck.event(op, target.scope, res, p)
-					})
-				})
+		errs := make([]error, len(requestshape.MixedWatchers))
+		for slot, s := range requestshape.MixedWatchers {
+			scope, target := mixedWildcard, "*"
+			if s.Scope == requestshape.SingleCluster {
+				scope, target = mixedSingleCluster, cluster
 			}
+			op := fmt.Sprintf("watch mixed %s %s", s.Accept.MetaVersion, scope)
+			wg.Go(func() {
+				errs[slot] = r.watchPartial(ctx, c, op, s, requestshape.Params{ResourceVersion: rv}, res, target, func(p partialMeta) {
+					r.mixedCheck.event(op, scope, res, p)
+				})
+			})
 		}
 		wg.Wait()
 		for _, err := range errs {

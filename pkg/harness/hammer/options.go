@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 // Scope says where the listers and watchers send their partial-metadata requests.
@@ -49,12 +51,12 @@ type Options struct {
 	// sometimes surviving 30 s.
 	Annotations int
 
-	Listers        int             // concurrent partial-metadata listers
-	ListerVariants []ListerVariant // per lister, cycled; empty means DefaultListerVariants
-	PageSize       int64           // limit for paginated listers
-	Watchers       int             // concurrent partial-metadata watchers
-	WatchWindow    time.Duration   // how long one watch stays open before it is re-opened
-	Writers        int             // concurrent label writers
+	Listers      int                  // concurrent partial-metadata listers
+	ListerShapes []requestshape.Shape // per lister, cycled; empty means requestshape.HammerListers
+	PageSize     int64                // limit for paginated listers
+	Watchers     int                  // concurrent partial-metadata watchers (requestshape.HammerWatchers)
+	WatchWindow  time.Duration        // how long one watch stays open before it is re-opened
+	Writers      int                  // concurrent label writers
 	// MixedWatchers is how many groups of mixed watchers run check (d): each
 	// keeps a wildcard and a single-cluster partial-metadata watch of the same
 	// resource open at once, at meta.k8s.io v1 and v1beta1.
@@ -199,9 +201,9 @@ func (o *Options) Validate() error {
 	if !o.SequentialProbe && o.Listers+o.Watchers+o.Writers+o.MixedWatchers == 0 {
 		errs = append(errs, errors.New("nothing to do: no listers, watchers or writers"))
 	}
-	for _, v := range o.ListerVariants {
-		if err := v.validate(); err != nil {
-			bad("lister-variants", "%v", err)
+	for _, s := range o.ListerShapes {
+		if err := CheckListerShape(s); err != nil {
+			bad("lister-shapes", "%v", err)
 		}
 	}
 	return errors.Join(errs...)

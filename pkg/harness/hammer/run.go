@@ -8,6 +8,8 @@ import (
 	"time"
 
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 // run is the state of one hammer run.
@@ -68,8 +70,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Mode, rep.Scope = "probe", ScopeWildcard
 		rep.Watchers, rep.MixedWatchers, rep.Writers, rep.WriteMode, rep.Budget, rep.Bound = 0, 0, 0, "", int64(len(opts.Resources)), ""
 	} else {
-		for _, v := range variantsFor(opts.ListerVariants, opts.Listers) {
-			rep.Listers = append(rep.Listers, v.Name())
+		for _, s := range ListerShapes(opts.ListerShapes, opts.Listers) {
+			rep.Listers = append(rep.Listers, s.Name())
 		}
 	}
 
@@ -156,9 +158,13 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 	withWrites := false
 	if opts.SequentialProbe {
 		r.phase("probe")
-		v := ListerVariant{MetaVersion: opts.ProbeMetaVersion, ResourceVersion: opts.ProbeResourceVersion}
+		probe, err := requestshape.Parse(opts.ProbeMetaVersion + ":" + opts.ProbeResourceVersion)
+		if err != nil {
+			fail("probe: %v", err)
+			return
+		}
 		for _, res := range opts.Resources {
-			if err := r.listPartial(ctx, r.c, v, res, "*"); err != nil {
+			if err := r.listPartial(ctx, r.c, listerShape{probe}, res, "*"); err != nil {
 				fail("probe: %v", err)
 				break
 			}
@@ -200,15 +206,12 @@ func (r *run) load(ctx context.Context) {
 	defer cancel()
 	c := r.c.withBudget(newBudget(r.opts.MaxRequests))
 	var wg sync.WaitGroup
-	for _, v := range variantsFor(r.opts.ListerVariants, r.opts.Listers) {
-		wg.Go(func() { r.lister(ctx, c, v) })
+	for _, s := range ListerShapes(r.opts.ListerShapes, r.opts.Listers) {
+		wg.Go(func() { r.lister(ctx, c, listerShape{s}) })
 	}
 	for i := 0; i < r.opts.Watchers; i++ {
-		mv := "v1"
-		if i%2 == 1 {
-			mv = "v1beta1"
-		}
-		wg.Go(func() { r.watcher(ctx, c, mv) })
+		s := requestshape.HammerWatchers[i%len(requestshape.HammerWatchers)]
+		wg.Go(func() { r.watcher(ctx, c, s) })
 	}
 	for g := 0; g < r.opts.MixedWatchers; g++ {
 		wg.Go(func() { r.mixedWatchers(ctx, c, g) })

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 func TestHistogramQuantiles(t *testing.T) {
@@ -78,45 +82,53 @@ func TestParseResource(t *testing.T) {
 	}
 }
 
-func TestListerVariants(t *testing.T) {
-	vs, err := ParseListerVariants("kcp:0, v1beta1:,v1:0:paged")
+func TestListerShapes(t *testing.T) {
+	got, err := ParseListerShapes("kcp:0, v1beta1:,v1:0:paged")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ListerVariant{{MetaVersion: "v1", ResourceVersion: "0", KCPMetadataClient: true}, {MetaVersion: "v1beta1"}, {MetaVersion: "v1", ResourceVersion: "0", Paged: true}}
-	for i := range want {
-		if vs[i] != want[i] {
-			t.Errorf("variant %d = %+v, want %+v", i, vs[i], want[i])
-		}
-		if back, _ := ParseListerVariant(vs[i].Name()); back != vs[i] {
-			t.Errorf("variant %s does not round-trip", vs[i].Name())
+	want := []requestshape.Shape{
+		{Verb: requestshape.List, Scope: requestshape.Wildcard, Accept: requestshape.PartialV1, ResourceVersion: "0", KCPMetadataClient: true},
+		{Verb: requestshape.List, Scope: requestshape.Wildcard, Accept: requestshape.PartialV1beta1},
+		{Verb: requestshape.List, Scope: requestshape.Wildcard, Accept: requestshape.PartialV1, ResourceVersion: "0", Paged: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lister shapes (-want +got):\n%s", diff)
+	}
+	for bad, why := range map[string]string{
+		"v2:0":           `accept "v2"`,
+		"v1:5":           `resourceVersion "5"`,
+		"v1:0:pages":     `"pages" is not paged or a selector`,
+		"kcp":            "no <accept>:<rv>",
+		"v1:0:paged:x":   `"x" is not paged or a selector`,
+		"json:0":         "not a lister's",
+		"watch:v1:0":     "not a lister's",
+		"cluster:v1:0":   "--scope says where it goes",
+		"v1:0:label":     "not a lister's",
+		"kcp:0:paged":    "",
+		"v1beta1::paged": "",
+	} {
+		_, err := ParseListerShape(bad)
+		if (why == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), why)) {
+			t.Errorf("ParseListerShape(%q) = %v, want an error saying %q", bad, err, why)
 		}
 	}
-	for _, bad := range []string{"v2:0", "v1:5", "v1:0:pages", "kcp", "v1:0:paged:x"} {
-		if _, err := ParseListerVariant(bad); err == nil {
-			t.Errorf("ParseListerVariant(%q) accepted", bad)
-		}
+	d := ListerShapes(nil, 9)
+	var names []string
+	for _, s := range d {
+		names = append(names, s.Name())
 	}
-	d := DefaultListerVariants(8)
-	kcp, v1beta1, rv0, rvEmpty, paged := 0, 0, 0, 0, 0
-	for _, v := range d {
-		if v.KCPMetadataClient {
-			kcp++
-		}
-		if v.MetaVersion == "v1beta1" {
-			v1beta1++
-		}
-		if v.ResourceVersion == "0" {
-			rv0++
-		} else {
-			rvEmpty++
-		}
-		if v.Paged {
-			paged++
-		}
+	// The mix of every evidence run so far, in its order.
+	if got, want := strings.Join(names, " "), "kcp:0 v1beta1: v1:0 v1beta1:0:paged v1: v1beta1:0 v1::paged kcp: kcp:0"; got != want {
+		t.Errorf("default listers %s, want %s", got, want)
 	}
-	if !d[0].KCPMetadataClient || kcp == 0 || v1beta1 == 0 || rv0 == 0 || rvEmpty == 0 || paged == 0 {
-		t.Errorf("default variants %+v do not cover the matrix", d)
+	if got := ListerShapes(want[1:2], 2); got[0] != want[1] || got[1] != want[1] {
+		t.Errorf("given shapes are not cycled: %v", got)
+	}
+	for i, want := range []string{`list kcp-client rv=0`, `list v1beta1 rv=""`, `list v1 rv=0`, `list v1beta1 rv=0 paged`} {
+		if got := (listerShape{d[i]}).opName(); got != want {
+			t.Errorf("operation of %s = %q, want %q", d[i], got, want)
+		}
 	}
 }
 

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	"io"
-	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 type watchEvent struct {
@@ -18,43 +18,43 @@ type watchEvent struct {
 }
 
 // watcher runs one watcher until the run ends, its budget is spent or the
-// server dies. Each watch opens a wildcard partial-metadata WATCH from
-// resourceVersion 0 (so the watch cache replays every object through the
-// per-object PartialObjectMetadata conversion) and stays open for one watch
-// window.
-func (r *run) watcher(ctx context.Context, c *client, metaVersion string) {
+// server dies. Each watch opens a partial-metadata WATCH of shape s (one of
+// requestshape.HammerWatchers: from resourceVersion 0, so the watch cache
+// replays every object through the per-object PartialObjectMetadata
+// conversion) where --scope says, and stays open for one watch window.
+func (r *run) watcher(ctx context.Context, c *client, s requestshape.Shape) {
 	for i := 0; ; i++ {
 		res := r.opts.Resources[i%len(r.opts.Resources)]
 		cluster := r.scopeCluster(i / len(r.opts.Resources))
-		err := r.watchOnce(ctx, c, metaVersion, res, cluster)
+		err := r.watchOnce(ctx, c, s, res, cluster)
 		if r.stopped(ctx, err) {
 			return
 		}
 	}
 }
 
-func (r *run) watchOnce(ctx context.Context, c *client, metaVersion string, res Resource, cluster string) error {
-	q := url.Values{}
-	q.Set("resourceVersion", "0")
-	return r.watchPartial(ctx, c, "watch "+metaVersion, metaVersion, res, cluster, q, func(m partialMeta) {
+func (r *run) watchOnce(ctx context.Context, c *client, s requestshape.Shape, res Resource, cluster string) error {
+	op := "watch " + s.Accept.MetaVersion
+	return r.watchPartial(ctx, c, op, s, requestshape.Params{}, res, cluster, func(m partialMeta) {
 		if cluster == "*" {
-			r.apiCheck.item("watch "+metaVersion, res, m)
+			r.apiCheck.item(op, res, m)
 		}
 	})
 }
 
-// watchPartial opens one partial-metadata WATCH of res in cluster ("*" for
-// the wildcard) with the given query (resourceVersion), keeps it open for one
-// watch window and hands every ADDED, MODIFIED and DELETED object to onItem.
-func (r *run) watchPartial(ctx context.Context, c *client, op, metaVersion string, res Resource, cluster string, q url.Values, onItem func(partialMeta)) error {
+// watchPartial opens one partial-metadata WATCH of shape s with params p of
+// res in cluster ("*" for the wildcard), keeps it open for one watch window
+// and hands every ADDED, MODIFIED and DELETED object to onItem.
+func (r *run) watchPartial(ctx context.Context, c *client, op string, s requestshape.Shape, p requestshape.Params, res Resource, cluster string, onItem func(partialMeta)) error {
 	path := res.collectionPath(cluster, "")
+	metaVersion := s.Accept.MetaVersion
 	window := r.opts.WatchWindow
-	q.Set("watch", "true")
+	q := s.Query(p)
 	q.Set("allowWatchBookmarks", "true")
 	q.Set("timeoutSeconds", strconv.Itoa(max(1, int(window.Round(time.Second)/time.Second))))
 	wctx, cancel := context.WithTimeout(ctx, window+c.timeout)
 	defer cancel()
-	resp, start, err := c.stream(wctx, request{op: op, method: "GET", path: path, query: q, accept: partialmeta.ObjectAccept(metaVersion)})
+	resp, start, err := c.stream(wctx, request{op: op, method: "GET", path: path, query: q, accept: s.AcceptHeader()})
 	if err != nil {
 		return err
 	}
