@@ -40,7 +40,7 @@ func TestPristineAuditPaths(t *testing.T) {
 	// it; neither writes the cached objects.
 	for _, include := range []string{"Object", "None", "Metadata"} {
 		t.Run("table includeObject="+include, func(t *testing.T) {
-			for _, r := range []resource{clusterRoles, configMaps} {
+			for _, r := range matrixResources {
 				fresh(t, r)
 				before, shared := len(findings(t, s)), handouts(t, s, r, "list", cm.SharingShared)
 				resp := c.mustGet(t, r.collectionPath("*"), url.Values{"includeObject": {include}}, acceptTable)
@@ -63,7 +63,7 @@ func TestPristineAuditPaths(t *testing.T) {
 	// private copy (the events carry it; the cache does not). Live events are
 	// cachingObjects whose encoding works on GetObject()'s deep copy.
 	t.Run("watch-list wildcard partial metadata", func(t *testing.T) {
-		for _, r := range []resource{clusterRoles, configMaps} {
+		for _, r := range matrixResources {
 			cluster := fresh(t, r)
 			before, private := len(findings(t, s)), handouts(t, s, r, "watch", cm.SharingPrivate)
 			q := url.Values{"sendInitialEvents": {"true"}, "resourceVersionMatch": {"NotOlderThan"}, "allowWatchBookmarks": {"true"}}
