@@ -74,7 +74,7 @@ func (o *options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.run.SyncTimeout, "sync-timeout", d.SyncTimeout, "how long to wait for the watch cache to show the seeded objects")
 	fs.BoolVar(&o.run.NoSeed, "no-seed", false, "do not create missing objects")
 	fs.BoolVar(&o.run.Cleanup, "cleanup", false, "delete the objects this run created when it ends")
-	fs.BoolVar(&o.run.NoVerify, "no-verify", false, "skip checks (b) and (c) after the load")
+	fs.BoolVar(&o.run.NoAfterChecks, "no-after-checks", false, "skip the after-load checks (b) and (c), which read every object back")
 	fs.BoolVar(&o.run.SequentialProbe, "sequential-probe", false, "instead of the load, send one wildcard partial LIST per resource, then check (b)")
 	fs.IntVar(&o.run.DeathThreshold, "death-threshold", d.DeathThreshold, "transport errors in a row (after successes) that trigger the server-death check")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout")
@@ -128,7 +128,7 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("hammer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHead)
+		fmt.Fprint(stderr, usage())
 		fs.PrintDefaults()
 	}
 	o.AddFlags(fs)
@@ -147,22 +147,49 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-const usageHead = `Usage: hammer [flags]
+// usage is the head of --help; the checks come from hammer.Checks.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(`Usage: hammer [flags]
 
 Hammers a kcp shard (or the kcp-carry test shard) with concurrent wildcard
 partial-metadata LISTs and WATCHes plus label writers, and checks that
-  (a) every wildcard partial item carries kcp.io/original-api-version equal to
-      the served group/version,
-  (b) afterwards no full-object LIST or GET (watch cache or etcd) shows
-      kcp.io/original-api-version,
-  (c) every object's label equals its last successful write,
-  (d) with --mixed-watchers: wildcard and single-cluster partial-metadata
-      watches of the same resource, open at the same time, each get their own
-      answer (wildcard events carry the served group/version, single-cluster
-      events no kcp.io/original-api-version).
-Requests go to <server>/clusters/*/... and <server>/clusters/<name>/....
+`)
+	checks := hammer.Checks()
+	for i, c := range checks {
+		end := ","
+		if i == len(checks)-1 {
+			end = "."
+		}
+		b.WriteString(wrap(fmt.Sprintf("(%s) %s%s", c.ID, c.What, end), "  ", "      ", 80))
+	}
+	b.WriteString(usageTail)
+	return b.String()
+}
 
-Exit codes: 0 clean, 1 the hammer failed (setup, seeding) or no check saw an item,
+// wrap breaks s into lines of at most width columns at spaces, the first
+// line indented by first, the others by rest.
+func wrap(s, first, rest string, width int) string {
+	var b strings.Builder
+	line := first
+	for i, word := range strings.Fields(s) {
+		if i > 0 && len(line)+1+len(word) > width {
+			b.WriteString(line + "\n")
+			line = rest + word
+			continue
+		}
+		if i > 0 {
+			line += " "
+		}
+		line += word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+const usageTail = `Requests go to <server>/clusters/*/... and <server>/clusters/<name>/....
+
+Exit codes: 0 clean, 1 the hammer failed (setup, seeding) or an enabled check saw nothing,
 2 usage,
 3 the server died, 4 a check failed, 5 the server answered 5xx.
 

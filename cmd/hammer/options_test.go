@@ -64,13 +64,28 @@ current-context: root
 		{[]string{"--kubeconfig", kc, "--context", "nope"}, "nope"},
 		{[]string{"--server", "https://h", "stray"}, "unexpected arguments"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
+		{[]string{"--server", "https://h", "--no-verify"}, "no-verify"}, // now --no-after-checks
 	} {
 		_, err := parseArgs(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseArgs(%q) = %v, want an error naming %q", tc.args, err, tc.want)
 		}
 	}
-	if _, err := parseArgs([]string{"--help"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+	var help strings.Builder
+	if _, err := parseArgs([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help = %v", err)
+	}
+	// --help lists every check the hammer runs, and the flag that skips the
+	// after-load ones (--no-verify is carry export's: skip carry verify).
+	for _, c := range hammer.Checks() {
+		if !strings.Contains(help.String(), "("+c.ID+") ") {
+			t.Errorf("--help does not describe check (%s):\n%s", c.ID, help.String())
+		}
+	}
+	if !strings.Contains(help.String(), "-no-after-checks") || strings.Contains(help.String(), "-no-verify") {
+		t.Errorf("--help: want -no-after-checks and no -no-verify:\n%s", help.String())
+	}
+	if cli, err := parseArgs([]string{"--server", "https://h", "--no-after-checks"}, io.Discard); err != nil || !cli.run.NoAfterChecks {
+		t.Errorf("--no-after-checks: %v", err)
 	}
 }

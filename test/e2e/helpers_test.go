@@ -135,6 +135,34 @@ func expectNoRace(t *testing.T, s *fixture.Shard) {
 	}
 }
 
+// loadChecks are the checks the suite's load runs: (a), (b) and (c).
+var loadChecks = []string{hammer.CheckAPIVersion, hammer.CheckPollution, hammer.CheckLostWrites}
+
+// expectChecksHeld fails unless each named check ran on more than zero items
+// without a violation.
+func expectChecksHeld(t *testing.T, rep *hammer.Report, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		c := rep.Result(name)
+		if !c.Ran || c.Checked == 0 {
+			t.Errorf("check %s did not run or checked nothing: %s", c.Title(), c.Note)
+		} else if c.Violations > 0 {
+			t.Errorf("check %s: %d violations, e.g. %v", c.Title(), c.Violations, c.Samples)
+		}
+	}
+}
+
+// checkedCounts says how many items the suite's load checks checked:
+// "checks a/b/c checked 121798/1619/300".
+func checkedCounts(rep *hammer.Report) string {
+	var ids, counts []string
+	for _, name := range loadChecks {
+		c := rep.Result(name)
+		ids, counts = append(ids, c.ID), append(counts, strconv.FormatInt(c.Checked, 10))
+	}
+	return "checks " + strings.Join(ids, "/") + " checked " + strings.Join(counts, "/")
+}
+
 func op(rep *hammer.Report, name string) hammer.OpStats {
 	for _, o := range rep.Ops {
 		if o.Name == name {

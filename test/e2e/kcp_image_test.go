@@ -111,8 +111,7 @@ func TestRealKCPImage(t *testing.T) {
 	o := kcpLoadOptions(t, s, clusters)
 	rep := runHammer(t, o)
 	expectSurvivedClean(t, s, rep)
-	t.Logf("the image's kcp: %d requests in %s (%.0f req/s), checks a/b/c checked %d/%d/%d",
-		rep.Requests, rep.LoadElapsed, rep.ReqPerSec, rep.APIVersion.Checked, rep.Pollution.Checked, rep.Lost.Checked)
+	t.Logf("the image's kcp: %d requests in %s (%.0f req/s), %s", rep.Requests, rep.LoadElapsed, rep.ReqPerSec, checkedCounts(rep))
 }
 
 // extractFromImage pulls ref (its linux/amd64 image when ref is an index) and

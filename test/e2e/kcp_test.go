@@ -137,8 +137,7 @@ func TestRealKCPPatched(t *testing.T) {
 
 	rep := runHammer(t, o)
 	expectSurvivedClean(t, s, rep)
-	t.Logf("patched kcp: %d requests in %s (%.0f req/s), checks a/b/c checked %d/%d/%d",
-		rep.Requests, rep.LoadElapsed, rep.ReqPerSec, rep.APIVersion.Checked, rep.Pollution.Checked, rep.Lost.Checked)
+	t.Logf("patched kcp: %d requests in %s (%.0f req/s), %s", rep.Requests, rep.LoadElapsed, rep.ReqPerSec, checkedCounts(rep))
 
 	// Check (c) just matched every object's label against its last
 	// acknowledged write; the restart must keep exactly that state.
@@ -182,11 +181,11 @@ func TestRealKCPPristine(t *testing.T) {
 	probe := o
 	probe.SequentialProbe = true
 	rep := runHammer(t, probe)
-	if !rep.Pollution.Violated() {
-		t.Errorf("one wildcard partial LIST did not pollute the pristine kcp: %+v", rep.Pollution)
+	if b := rep.Result(hammer.CheckPollution); !b.Violated() {
+		t.Errorf("one wildcard partial LIST did not pollute the pristine kcp: %+v", b)
 	}
-	if rep.APIVersion.Values[`""`] == 0 {
-		t.Errorf("the pristine kcp did not write \"\" on typed items: values %v", rep.APIVersion.Values)
+	if a := rep.Result(hammer.CheckAPIVersion); a.Values[`""`] == 0 {
+		t.Errorf("the pristine kcp did not write \"\" on typed items: values %v", a.Values)
 	}
 
 	// One merge PATCH of an unrelated label on a polluted ClusterRole.
@@ -248,13 +247,7 @@ func expectSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report) 
 	if n := rep.Server5xx(); n > 0 {
 		t.Errorf("the patched kcp answered %d requests with 5xx", n)
 	}
-	for _, c := range []hammer.CheckResult{rep.APIVersion, rep.Pollution, rep.Lost} {
-		if !c.Ran || c.Checked == 0 {
-			t.Errorf("check %s did not run or checked nothing: %s", c.Name, c.Note)
-		} else if c.Violations > 0 {
-			t.Errorf("check %s: %d violations, e.g. %v", c.Name, c.Violations, c.Samples)
-		}
-	}
+	expectChecksHeld(t, rep, loadChecks...)
 	if rep.ExitCode != hammer.ExitClean {
 		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)
 	}

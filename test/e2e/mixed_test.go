@@ -55,7 +55,7 @@ func TestPatchedShardMixedWatchers(t *testing.T) {
 // wildcard events with the served group/version, over both meta versions.
 func expectOwnAnswers(t *testing.T, rep *hammer.Report) {
 	t.Helper()
-	c := rep.Mixed
+	c := rep.Result(hammer.CheckMixedWatchers)
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
 	}
@@ -107,7 +107,7 @@ func TestPristineShardMixesUpWatchers(t *testing.T) {
 // another's serialization (the positive control of expectOwnAnswers).
 func expectMixedUp(t *testing.T, rep *hammer.Report) {
 	t.Helper()
-	c := rep.Mixed
+	c := rep.Result(hammer.CheckMixedWatchers)
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
 	}

@@ -25,13 +25,7 @@ func TestPatchedShardSurvivesLoad(t *testing.T) {
 	if n := rep.Server5xx(); n > 0 {
 		t.Errorf("the patched shard answered %d requests with 5xx", n)
 	}
-	for _, c := range []hammer.CheckResult{rep.APIVersion, rep.Pollution, rep.Lost} {
-		if !c.Ran || c.Checked == 0 {
-			t.Errorf("check %s did not run: %s", c.Name, c.Note)
-		} else if c.Violations > 0 {
-			t.Errorf("check %s: %d violations, e.g. %v", c.Name, c.Violations, c.Samples)
-		}
-	}
+	expectChecksHeld(t, rep, loadChecks...)
 	if rep.Error != "" {
 		t.Errorf("hammer: %s", rep.Error)
 	}
@@ -72,8 +66,8 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 	if !mapFatal(f) {
 		t.Errorf("the pristine shard died, but not of the concurrent map failure this suite hunts:\n%s", f)
 	}
-	if !rep.APIVersion.Violated() || rep.APIVersion.Values[`""`] == 0 {
-		t.Errorf("check (a) on the pristine shard = %+v, want kcp.io/original-api-version \"\" on typed objects", rep.APIVersion)
+	if a := rep.Result(hammer.CheckAPIVersion); !a.Violated() || a.Values[`""`] == 0 {
+		t.Errorf("check (a) on the pristine shard = %+v, want kcp.io/original-api-version \"\" on typed objects", a)
 	}
 	t.Logf("pristine: died %s into the load after %d requests (%d successful), %s\n%s",
 		rep.TimeToDeath, rep.Requests, rep.Death.SuccessesBefore, f.Line, f)
@@ -96,16 +90,17 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 	if rep.Requests != 2 {
 		t.Errorf("the probe sent %d partial LISTs, want one per resource (2)", rep.Requests)
 	}
-	if !rep.Pollution.Violated() {
-		t.Fatalf("one wildcard partial LIST did not pollute the pristine shard's watch cache: %+v", rep.Pollution)
+	pollution := rep.Result(hammer.CheckPollution)
+	if !pollution.Violated() {
+		t.Fatalf("one wildcard partial LIST did not pollute the pristine shard's watch cache: %+v", pollution)
 	}
-	for _, src := range rep.Pollution.Sources {
+	for _, src := range pollution.Sources {
 		if src.Name == "get rv=0 (cache)" && src.Polluted != int64(rep.Seed.Objects) {
 			t.Errorf("%s: %d of %d seeded objects polluted, want all", src.Name, src.Polluted, rep.Seed.Objects)
 		}
 	}
-	if !rep.APIVersion.Violated() || rep.APIVersion.Values[`""`] != rep.APIVersion.Checked {
-		t.Errorf("check (a) = %+v, want \"\" on every item", rep.APIVersion)
+	if a := rep.Result(hammer.CheckAPIVersion); !a.Violated() || a.Values[`""`] != a.Checked {
+		t.Errorf("check (a) = %+v, want \"\" on every item", a)
 	}
 	if rep.ExitCode != hammer.ExitViolated {
 		t.Errorf("exit code %d, want %d (correctness violated)", rep.ExitCode, hammer.ExitViolated)
@@ -120,8 +115,9 @@ func TestPatchedSequentialProbeClean(t *testing.T) {
 	o := loadOptions(t, s)
 	o.SequentialProbe = true
 	rep := runHammer(t, o)
+	expectChecksHeld(t, rep, hammer.CheckAPIVersion, hammer.CheckPollution)
 	if rep.ExitCode != hammer.ExitClean {
-		t.Errorf("verdict %q (exit %d), want clean; (a) %v, (b) %v", rep.Verdict, rep.ExitCode, rep.APIVersion.Samples, rep.Pollution.Samples)
+		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)
 	}
 	expectNoRace(t, s)
 }
@@ -137,8 +133,8 @@ func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
 	}
 	rep := runHammer(t, loadOptions(t, s))
 	requireSurvived(t, s, rep)
-	if rep.Pollution.Violated() {
-		t.Errorf("check (b) without a watch cache: %+v", rep.Pollution)
+	if rep.Result(hammer.CheckPollution).Violated() {
+		t.Errorf("check (b) without a watch cache: %+v", rep.Result(hammer.CheckPollution))
 	}
 }
 
@@ -152,8 +148,8 @@ func TestPristineSurvivesNonWildcardLists(t *testing.T) {
 	o.Scope = hammer.ScopeCluster
 	rep := runHammer(t, o)
 	requireSurvived(t, s, rep)
-	if rep.Pollution.Violated() {
-		t.Errorf("check (b) after non-wildcard partial requests: %+v", rep.Pollution)
+	if rep.Result(hammer.CheckPollution).Violated() {
+		t.Errorf("check (b) after non-wildcard partial requests: %+v", rep.Result(hammer.CheckPollution))
 	}
 }
 
@@ -168,8 +164,8 @@ func requireSurvived(t *testing.T, s *fixture.Shard, rep *hammer.Report) {
 	if n := rep.Server5xx(); n > 0 {
 		t.Errorf("the control shard answered %d requests with 5xx", n)
 	}
-	if rep.Lost.Violated() {
-		t.Errorf("check (c): %+v", rep.Lost)
+	if rep.Result(hammer.CheckLostWrites).Violated() {
+		t.Errorf("check (c): %+v", rep.Result(hammer.CheckLostWrites))
 	}
 	requireLoadRan(t, rep)
 }

@@ -257,7 +257,7 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions,
 	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 1
 	seed.MaxRequests = 1
 	seed.Duration = time.Second
-	seed.NoVerify = true
+	seed.NoAfterChecks = true
 	seed.SyncTimeout = 5 * time.Minute
 	seed.Logf = k.HammerLogf
 	for _, s := range []*kcpSlot{pristine, patched} {
@@ -320,7 +320,7 @@ func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf fu
 	h.Resources = []hammer.Resource{hammer.ClusterRoles}
 	h.Clusters = []string{"root"} // NoSeed: the objects are there; the lister is wildcard
 	h.Objects = 1
-	h.NoSeed, h.NoVerify = true, true
+	h.NoSeed, h.NoAfterChecks = true, true
 	h.Listers, h.Watchers, h.Writers = 1, 0, 0
 	h.ListerShapes = []requestshape.Shape{ro.Lister}
 	h.Duration = ro.Duration

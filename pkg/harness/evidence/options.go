@@ -180,7 +180,7 @@ func (o *Options) stepLoad(n int) hammer.Options {
 	h.Listers, h.Watchers, h.Writers = n, 0, 0
 	h.ListerShapes = []requestshape.Shape{o.StepLister}
 	h.Duration, h.MaxRequests = o.StepDuration, o.StepMaxRequests
-	h.NoVerify = true
+	h.NoAfterChecks = true
 	return h
 }
 

@@ -43,7 +43,7 @@ type client struct {
 	cfg     *rest.Config // Host = base
 	rec     *recorder
 	death   *deathWatch
-	budget  *budget // nil: unbounded (seeding, verification)
+	budget  *budget // nil: unbounded (seeding, after-load reads)
 	timeout time.Duration
 }
 

@@ -14,7 +14,7 @@ type Death struct {
 	// At is when the first failure of the fatal streak happened (or when the
 	// process was reported gone, if no request noticed first).
 	At time.Time `json:"at,omitzero"`
-	// Phase is the run phase the server died in: seed, sync, load, probe, verify.
+	// Phase is the run phase the server died in: seed, sync, load, probe, after-checks.
 	Phase string `json:"phase,omitempty"`
 	// SuccessesBefore is how many requests succeeded before it died.
 	SuccessesBefore int64 `json:"successesBefore"`

@@ -78,10 +78,8 @@ func (r *run) listPartial(ctx context.Context, c *client, v listerShape, res Res
 		if err != nil {
 			return err
 		}
-		if cluster == "*" {
-			for _, it := range list.Items {
-				r.apiCheck.item(v.opName(), res, it.Metadata)
-			}
+		for _, it := range list.Items {
+			r.observe(seenPartial{op: v.opName(), worker: listerWorker, res: res, cluster: cluster, meta: it.Metadata})
 		}
 		r.partialItems.Add(int64(len(list.Items)))
 		cont = list.Metadata.Continue
@@ -140,9 +138,8 @@ func (r *run) listViaKCPMetadataClient(ctx context.Context, c *client, v listerS
 		}
 		for i := range list.Items {
 			it := &list.Items[i]
-			if cluster == "*" {
-				r.apiCheck.item(v.opName(), res, itemOf(it.GetName(), it.GetNamespace(), it.GetAnnotations()))
-			}
+			m := itemOf(it.GetName(), it.GetNamespace(), it.GetAnnotations())
+			r.observe(seenPartial{op: v.opName(), worker: listerWorker, res: res, cluster: cluster, meta: m})
 		}
 		r.partialItems.Add(int64(len(list.Items)))
 		opts = v.ListOptions(requestshape.Params{Limit: r.opts.PageSize, Continue: list.GetContinue()})

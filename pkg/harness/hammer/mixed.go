@@ -4,102 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
-
-// Scopes of a mixed-watchers watch, as they appear in check (d)'s values.
-const (
-	mixedWildcard      = "wildcard"
-	mixedSingleCluster = "single-cluster"
-)
-
-// mixedWatchCheck is check (d): wildcard and single-cluster partial-metadata
-// watches of the same resource, open at the same time, each get their own
-// answer. The watch cache serializes an event once per encoder identifier and
-// hands the bytes to every watcher with that identifier; when a wildcard and a
-// single-cluster watch share one, whichever encodes first decides what both
-// receive. So every wildcard event must carry kcp.io/original-api-version
-// equal to the served group/version, and no single-cluster event may carry it.
-type mixedWatchCheck struct {
-	mu      sync.Mutex
-	checked int64
-	bad     int64
-	values  map[string]int64
-	samples []string
-}
-
-func newMixedWatchCheck() *mixedWatchCheck {
-	return &mixedWatchCheck{values: map[string]int64{}}
-}
-
-// event checks one object a mixed watch of scope (mixedWildcard or
-// mixedSingleCluster) received for res.
-func (m *mixedWatchCheck) event(op, scope string, res Resource, p partialMeta) {
-	shown := missingValue
-	if p.Annotations.OriginalAPIVersion != nil {
-		shown = strconv.Quote(*p.Annotations.OriginalAPIVersion)
-	}
-	var ok bool
-	var want string
-	if scope == mixedWildcard {
-		want = strconv.Quote(res.GroupVersion())
-		ok = shown == want
-	} else {
-		want = "no such annotation"
-		ok = p.Annotations.OriginalAPIVersion == nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.checked++
-	m.values[scope+": "+shown]++
-	if ok {
-		return
-	}
-	m.bad++
-	if len(m.samples) < maxSamples {
-		m.samples = append(m.samples, fmt.Sprintf("%s: %s %s: %s=%s, want %s",
-			op, res.Resource, describePartial(p), OriginalAPIVersionAnnotation, shown, want))
-	}
-}
-
-func (m *mixedWatchCheck) result(groups int) CheckResult {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r := CheckResult{
-		Name:       "d: mixed watchers",
-		Ran:        m.checked > 0,
-		Checked:    m.checked,
-		Violations: m.bad,
-		Samples:    append([]string(nil), m.samples...),
-		Values:     map[string]int64{},
-	}
-	for k, v := range m.values {
-		r.Values[k] = v
-	}
-	switch {
-	case groups == 0:
-		r.Note = "no --mixed-watchers"
-	case m.checked == 0:
-		r.Note = "the mixed watchers received no event"
-	}
-	return r
-}
-
-// SingleClusterAnnotated counts the single-cluster events of check (d) that
-// carried kcp.io/original-api-version: an answer meant for a wildcard watcher.
-func (c CheckResult) SingleClusterAnnotated() int64 {
-	var n int64
-	for k, v := range c.Values {
-		if strings.HasPrefix(k, mixedSingleCluster+": ") && k != mixedSingleCluster+": "+missingValue {
-			n += v
-		}
-	}
-	return n
-}
 
 // mixedWatchers runs one group of mixed watchers until the run ends, its
 // budget is spent or the server dies. Window after window it takes the next
@@ -130,7 +38,7 @@ func (r *run) mixedWatchers(ctx context.Context, c *client, group int) {
 			op := fmt.Sprintf("watch mixed %s %s", s.Accept.MetaVersion, scope)
 			wg.Go(func() {
 				errs[slot] = r.watchPartial(ctx, c, op, s, requestshape.Params{ResourceVersion: rv}, res, target, func(p partialMeta) {
-					r.mixedCheck.event(op, scope, res, p)
+					r.observe(seenPartial{op: op, worker: mixedWatcherWorker, res: res, cluster: target, meta: p})
 				})
 			})
 		}

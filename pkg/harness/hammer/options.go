@@ -79,7 +79,7 @@ type Options struct {
 	ProbeResourceVersion string
 	ProbeMetaVersion     string // "v1" or "v1beta1"
 
-	NoVerify bool // skip the after-load checks (b) and (c)
+	NoAfterChecks bool // skip the after-load checks (b) and (c), which read every object back
 
 	// DeathThreshold is how many transport errors in a row, after at least one
 	// success, make the hammer check whether the server is gone.

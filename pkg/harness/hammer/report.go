@@ -43,7 +43,7 @@ type Report struct {
 	Requests  int64   `json:"requests"`
 	Failed    int64   `json:"failed"`
 	ReqPerSec float64 `json:"reqPerSec"`
-	// Ops are the load's operations; SetupOps are seeding, verification and cleanup.
+	// Ops are the load's operations; SetupOps are seeding, the after-load reads and cleanup.
 	Ops      []OpStats `json:"ops"`
 	SetupOps []OpStats `json:"setupOps"`
 	// Timeline is the load's (or probe's) successful LISTs and errors second
@@ -59,10 +59,8 @@ type Report struct {
 	// TimeToDeath is from the start of the load (or probe) to Death.At.
 	TimeToDeath time.Duration `json:"timeToDeathNanos,omitempty"`
 
-	APIVersion CheckResult `json:"checkA"`
-	Pollution  CheckResult `json:"checkB"`
-	Lost       CheckResult `json:"checkC"`
-	Mixed      CheckResult `json:"checkD"`
+	// Checks are the results of every check, in the order of Checks().
+	Checks []CheckResult `json:"checks"`
 
 	Error    string `json:"error,omitempty"` // why the hammer could not do its job
 	Verdict  string `json:"verdict"`
@@ -78,17 +76,21 @@ func (r *Report) Server5xx() int64 {
 	return n
 }
 
-// Checks are the run's check results in report order: (a) the value on
-// wildcard partial items, (b) no pollution, (c) nothing lost, (d) mixed
-// watchers. A new check adds its field to Report and to this list.
-func (r *Report) Checks() []CheckResult {
-	return []CheckResult{r.APIVersion, r.Pollution, r.Lost, r.Mixed}
+// Result is the result of the check named name (CheckAPIVersion, ...). A
+// check missing from the report comes back as not run, with a note saying so.
+func (r *Report) Result(name string) CheckResult {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return CheckResult{Name: name, Note: "not in the report"}
 }
 
 // Violations lists the checks that ran and failed.
 func (r *Report) Violations() []CheckResult {
 	var out []CheckResult
-	for _, c := range r.Checks() {
+	for _, c := range r.Checks {
 		if c.Violated() {
 			out = append(out, c)
 		}
@@ -96,20 +98,20 @@ func (r *Report) Violations() []CheckResult {
 	return out
 }
 
-// checkedSomething tells whether at least one check ran and every check that
-// ran checked at least one item.
+// checkedSomething tells whether at least one check was enabled and every
+// enabled check ran and checked at least one item.
 func (r *Report) checkedSomething() bool {
-	checked := false
-	for _, c := range r.Checks() {
-		if !c.Ran {
+	enabled := false
+	for _, c := range r.Checks {
+		if !c.Enabled {
 			continue
 		}
-		if c.Checked == 0 {
+		if !c.Ran || c.Checked == 0 {
 			return false
 		}
-		checked = true
+		enabled = true
 	}
-	return checked
+	return enabled
 }
 
 // finish sets Verdict and ExitCode.
@@ -178,7 +180,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		b.WriteString("server: alive\n")
 	}
-	for _, c := range r.Checks() {
+	for _, c := range r.Checks {
 		writeCheck(&b, c)
 	}
 	if r.Error != "" {
@@ -216,12 +218,14 @@ func writeTimeline(b *strings.Builder, t *Timeline) {
 func writeCheck(b *strings.Builder, c CheckResult) {
 	switch {
 	case !c.Ran:
-		fmt.Fprintf(b, "check %s: not run (%s)\n", c.Name, c.Note)
+		fmt.Fprintf(b, "check %s: not run (%s)\n", c.Title(), c.Note)
 		return
 	case c.Violations > 0:
-		fmt.Fprintf(b, "check %s: VIOLATED by %d of %d\n", c.Name, c.Violations, c.Checked)
+		fmt.Fprintf(b, "check %s: VIOLATED by %d of %d\n", c.Title(), c.Violations, c.Checked)
+	case c.Checked == 0:
+		fmt.Fprintf(b, "check %s: NOTHING checked (%s)\n", c.Title(), c.Note)
 	default:
-		fmt.Fprintf(b, "check %s: ok (%d checked)\n", c.Name, c.Checked)
+		fmt.Fprintf(b, "check %s: ok (%d checked)\n", c.Title(), c.Checked)
 	}
 	if len(c.Values) > 0 {
 		var parts []string

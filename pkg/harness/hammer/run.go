@@ -14,15 +14,19 @@ import (
 
 // run is the state of one hammer run.
 type run struct {
-	opts     *Options
-	c        *client
-	rec      *recorder
-	death    *deathWatch
-	apiCheck *apiVersionCheck
-	// mixedCheck is check (d), fed by the mixed watchers.
-	mixedCheck *mixedWatchCheck
-	ledger     *ledger
-	objects    []seededObject
+	opts   *Options
+	c      *client
+	rec    *recorder
+	death  *deathWatch
+	checks []Check
+	// observers are the checks fed the partial objects the load receives.
+	observers []partialObserver
+	ledger    *ledger
+	objects   []seededObject
+	// readBack is what the after-load reads saw (nil when they did not run);
+	// readBackSkipped says why they did not.
+	readBack        *readBack
+	readBackSkipped string
 
 	mu      sync.Mutex // guards seed.Deleted
 	seed    SeedResult
@@ -36,8 +40,8 @@ type run struct {
 	watchEvents  atomic.Int64
 }
 
-// Run seeds, loads (or probes), verifies and optionally cleans up, and
-// reports. The error is for options that cannot run (the CLI's exit 2);
+// Run seeds, loads (or probes), runs the checks and optionally cleans up,
+// and reports. The error is for options that cannot run (the CLI's exit 2);
 // everything that happens to the server is in the report.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.Validate(); err != nil {
@@ -50,7 +54,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	r := &run{opts: &opts, rec: newRecorder(), apiCheck: newAPIVersionCheck(), mixedCheck: newMixedWatchCheck(), ledger: newLedger()}
+	r := &run{opts: &opts, rec: newRecorder(), ledger: newLedger()}
+	r.setChecks(newChecks())
 	r.objects = seededObjects(&opts)
 	r.death = newDeathWatch(opts.DeathThreshold, nil, cancel)
 	if r.c, err = newClient(cfg, r.rec, r.death, opts.RequestTimeout); err != nil {
@@ -90,7 +95,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep.Elapsed = time.Since(rep.Started)
 	rep.LoadElapsed = loadElapsed
 	rep.Ops = r.rec.snapshot(loadElapsed, "list ", "watch ", "write ")
-	rep.SetupOps = r.rec.snapshot(rep.Elapsed, "seed ", "verify ", "cleanup ")
+	rep.SetupOps = r.rec.snapshot(rep.Elapsed, "seed ", "read-back ", "cleanup ")
 	for _, o := range rep.Ops {
 		rep.Requests += o.Count
 		rep.Failed += o.Count - o.OK
@@ -102,15 +107,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep.PartialItems = r.partialItems.Load()
 	rep.WatchEvents = r.watchEvents.Load()
 	rep.SuccessfulWrites = r.ledger.successfulWrites()
-	rep.APIVersion = r.apiCheck.result()
-	if opts.Scope == ScopeCluster && !opts.SequentialProbe {
-		rep.APIVersion.Note = "not applicable: kcp annotates wildcard partial items only"
-	}
-	rep.Mixed = r.mixedCheck.result(opts.MixedWatchers)
-	if opts.SequentialProbe {
-		rep.Mixed.Note = "not run in a probe"
-	}
 	rep.Death = r.death.state()
+	obs := &observations{opts: &opts, probe: opts.SequentialProbe, died: rep.Death.Died, loaded: !loadStart.IsZero(),
+		readBack: r.readBack, readBackSkipped: r.readBackSkipped, ledger: r.ledger}
+	for _, c := range r.checks {
+		res := c.Result(obs)
+		info := c.Info()
+		res.ID, res.Name = info.ID, info.Name
+		rep.Checks = append(rep.Checks, res)
+	}
 	if rep.Death.Died {
 		base := rep.Started
 		if !loadStart.IsZero() && !rep.Death.At.Before(loadStart) {
@@ -122,8 +127,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// phases runs seeding, the load or probe, verification and cleanup, filling
-// rep's checks and error; it returns when the load started and how long it ran.
+// phases runs seeding, the load or probe, the after-load reads and cleanup,
+// filling rep's error; it returns when the load started and how long it ran.
 func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loadElapsed time.Duration) {
 	opts := r.opts
 	fail := func(format string, args ...any) {
@@ -131,10 +136,9 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 			rep.Error = fmt.Sprintf(format, args...)
 		}
 	}
-	rep.Pollution = CheckResult{Name: "b: no pollution", Note: "skipped"}
-	rep.Lost = CheckResult{Name: "c: nothing lost", Note: "skipped"}
-	if opts.NoVerify {
-		rep.Pollution.Note, rep.Lost.Note = "--no-verify", "--no-verify"
+	r.readBackSkipped = "skipped: the run ended before the after-load checks"
+	if opts.NoAfterChecks {
+		r.readBackSkipped = "--no-after-checks"
 	}
 
 	if !opts.NoSeed {
@@ -155,7 +159,6 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 
 	loadStart = time.Now()
 	r.rec.startTimeline(loadStart, "list ", "watch ", "write ")
-	withWrites := false
 	if opts.SequentialProbe {
 		r.phase("probe")
 		probe, err := requestshape.Parse(opts.ProbeMetaVersion + ":" + opts.ProbeResourceVersion)
@@ -171,17 +174,14 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 		}
 	} else {
 		r.phase("load")
-		withWrites = opts.Writers > 0
 		r.load(ctx)
 	}
 	loadElapsed = time.Since(loadStart)
 	rep.Timeline = r.rec.stopTimeline(loadElapsed)
 
-	if !opts.NoVerify && !r.death.dead() && ctx.Err() == nil {
-		r.phase("verify")
-		rep.Pollution, rep.Lost = r.verify(ctx, withWrites)
-	} else if r.death.dead() {
-		rep.Pollution.Note, rep.Lost.Note = "the server died", "the server died"
+	if !opts.NoAfterChecks && !r.death.dead() && ctx.Err() == nil {
+		r.phase("after-checks")
+		r.readBack = r.readObjectsBack(ctx)
 	}
 	if opts.Cleanup && !r.death.dead() && ctx.Err() == nil {
 		r.phase("cleanup")
@@ -237,11 +237,30 @@ func CleanupAll(ctx context.Context, opts Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := &run{opts: &opts, rec: newRecorder(), apiCheck: newAPIVersionCheck(), ledger: newLedger()}
+	r := &run{opts: &opts, rec: newRecorder(), ledger: newLedger()}
 	r.death = newDeathWatch(opts.DeathThreshold, func(context.Context) error { return nil }, nil)
 	if r.c, err = newClient(cfg, r.rec, r.death, opts.RequestTimeout); err != nil {
 		return 0, err
 	}
 	err = r.cleanupAll(ctx)
 	return r.seed.Deleted, err
+}
+
+// setChecks installs the run's checks and the observers among them.
+func (r *run) setChecks(checks []Check) {
+	r.checks = checks
+	r.observers = nil
+	for _, c := range checks {
+		if o, ok := c.(partialObserver); ok {
+			r.observers = append(r.observers, o)
+		}
+	}
+}
+
+// observe hands a partial object the load received to every check that
+// judges such objects.
+func (r *run) observe(seen seenPartial) {
+	for _, o := range r.observers {
+		o.observePartial(seen)
+	}
 }

@@ -70,13 +70,13 @@ func TestRunCleanServer(t *testing.T) {
 	if f.accepts[partialmeta.ListAccept("v1")] == 0 || f.accepts[partialmeta.ListAccept("v1beta1")] == 0 || f.accepts[partialmeta.ObjectAccept("v1")] == 0 {
 		t.Errorf("accept headers seen: %v", f.accepts)
 	}
-	for _, c := range []CheckResult{rep.APIVersion, rep.Pollution, rep.Lost} {
+	for _, c := range []CheckResult{rep.Result(CheckAPIVersion), rep.Result(CheckPollution), rep.Result(CheckLostWrites)} {
 		if !c.Ran || c.Violations != 0 || c.Checked == 0 {
 			t.Errorf("check %s: %+v, want ran, checked > 0, no violations", c.Name, c)
 		}
 	}
-	if rep.APIVersion.Values[`"rbac.authorization.k8s.io/v1"`] == 0 || rep.APIVersion.Values[`"v1"`] == 0 {
-		t.Errorf("check (a) values = %v", rep.APIVersion.Values)
+	if rep.Result(CheckAPIVersion).Values[`"rbac.authorization.k8s.io/v1"`] == 0 || rep.Result(CheckAPIVersion).Values[`"v1"`] == 0 {
+		t.Errorf("check (a) values = %v", rep.Result(CheckAPIVersion).Values)
 	}
 	if rep.WatchEvents == 0 || rep.SuccessfulWrites == 0 || rep.PartialItems == 0 {
 		t.Errorf("watch events %d, writes %d, partial items %d: want all > 0", rep.WatchEvents, rep.SuccessfulWrites, rep.PartialItems)
@@ -85,8 +85,8 @@ func TestRunCleanServer(t *testing.T) {
 		t.Errorf("death reported: %+v", rep.Death)
 	}
 	// 5 wildcard-list sources and GETs: every seeded object was read 7 ways.
-	if len(rep.Pollution.Sources) != 5 {
-		t.Errorf("pollution sources = %d, want 5", len(rep.Pollution.Sources))
+	if len(rep.Result(CheckPollution).Sources) != 5 {
+		t.Errorf("pollution sources = %d, want 5", len(rep.Result(CheckPollution).Sources))
 	}
 }
 
@@ -97,14 +97,14 @@ func TestRunPollutingServer(t *testing.T) {
 	if rep.ExitCode != ExitViolated {
 		t.Fatalf("exit %d (%s), want %d", rep.ExitCode, rep.Verdict, ExitViolated)
 	}
-	if !rep.APIVersion.Violated() || rep.APIVersion.Values[`""`] != rep.APIVersion.Checked {
-		t.Errorf("check (a) = %+v, want every value \"\"", rep.APIVersion)
+	if !rep.Result(CheckAPIVersion).Violated() || rep.Result(CheckAPIVersion).Values[`""`] != rep.Result(CheckAPIVersion).Checked {
+		t.Errorf("check (a) = %+v, want every value \"\"", rep.Result(CheckAPIVersion))
 	}
-	if !rep.Pollution.Violated() {
-		t.Errorf("check (b) = %+v, want violated", rep.Pollution)
+	if !rep.Result(CheckPollution).Violated() {
+		t.Errorf("check (b) = %+v, want violated", rep.Result(CheckPollution))
 	}
-	if rep.Lost.Violated() {
-		t.Errorf("check (c) = %+v, want no lost writes", rep.Lost)
+	if rep.Result(CheckLostWrites).Violated() {
+		t.Errorf("check (c) = %+v, want no lost writes", rep.Result(CheckLostWrites))
 	}
 }
 
@@ -121,16 +121,16 @@ func TestSequentialProbeOneListPerResource(t *testing.T) {
 		t.Errorf("probe sent %d requests, want one LIST per resource (2)", rep.Requests)
 	}
 	if got := f.count("GET", "/clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles"); got != 2 {
-		// the probe's partial LIST and the verification's full wildcard LIST
+		// the probe's partial LIST and the after-load full wildcard LIST
 		t.Errorf("wildcard clusterrole LISTs = %d, want 2", got)
 	}
-	for _, s := range rep.Pollution.Sources {
+	for _, s := range rep.Result(CheckPollution).Sources {
 		if s.Ran && s.Polluted != s.Checked {
 			t.Errorf("source %s: %d of %d polluted, want all", s.Name, s.Polluted, s.Checked)
 		}
 	}
-	if rep.Lost.Ran {
-		t.Errorf("check (c) ran without writers: %+v", rep.Lost)
+	if rep.Result(CheckLostWrites).Ran {
+		t.Errorf("check (c) ran without writers: %+v", rep.Result(CheckLostWrites))
 	}
 }
 
@@ -168,7 +168,7 @@ func TestServerDeath(t *testing.T) {
 	if el := time.Since(start); el > 15*time.Second {
 		t.Errorf("the run took %s after the server died; the hammer must stop", el)
 	}
-	if rep.Pollution.Ran || rep.Lost.Ran {
+	if rep.Result(CheckPollution).Ran || rep.Result(CheckLostWrites).Ran {
 		t.Errorf("checks (b)/(c) ran against a dead server")
 	}
 	if !strings.Contains(rep.Death.Evidence, "dial") {
@@ -193,10 +193,10 @@ func TestServerExitedSignal(t *testing.T) {
 func TestLostWrites(t *testing.T) {
 	f := newFakeServer(t, func(f *fakeServer) { f.dropWrites = true })
 	rep := mustRun(t, smallOptions(f))
-	if rep.ExitCode != ExitViolated || !rep.Lost.Violated() {
-		t.Fatalf("exit %d, check (c) %+v; want %d and violated", rep.ExitCode, rep.Lost, ExitViolated)
+	if rep.ExitCode != ExitViolated || !rep.Result(CheckLostWrites).Violated() {
+		t.Fatalf("exit %d, check (c) %+v; want %d and violated", rep.ExitCode, rep.Result(CheckLostWrites), ExitViolated)
 	}
-	if rep.APIVersion.Violated() || rep.Pollution.Violated() {
+	if rep.Result(CheckAPIVersion).Violated() || rep.Result(CheckPollution).Violated() {
 		t.Errorf("checks (a)/(b) violated on a server that only drops writes")
 	}
 }
@@ -204,7 +204,7 @@ func TestLostWrites(t *testing.T) {
 func TestServerErrors(t *testing.T) {
 	f := newFakeServer(t, func(f *fakeServer) { f.fail5xxEvery = 7 })
 	o := smallOptions(f)
-	o.NoVerify = true
+	o.NoAfterChecks = true
 	rep := mustRun(t, o)
 	if rep.ExitCode != ExitServerErrors || rep.Server5xx() == 0 {
 		t.Fatalf("exit %d with %d 5xx, want %d", rep.ExitCode, rep.Server5xx(), ExitServerErrors)
@@ -216,14 +216,14 @@ func TestClusterScopeSkipsCheckA(t *testing.T) {
 	o := smallOptions(f)
 	o.Scope = ScopeCluster
 	rep := mustRun(t, o)
-	if rep.APIVersion.Ran {
-		t.Errorf("check (a) ran on non-wildcard requests: %+v", rep.APIVersion)
+	if rep.Result(CheckAPIVersion).Ran {
+		t.Errorf("check (a) ran on non-wildcard requests: %+v", rep.Result(CheckAPIVersion))
 	}
 	if rep.ExitCode != ExitClean {
 		t.Errorf("exit %d (%s): the fake pollutes only on wildcard requests", rep.ExitCode, rep.Verdict)
 	}
 	if f.count("GET", "/clusters/*/api/v1/configmaps") != 1 {
-		t.Errorf("cluster scope sent wildcard configmap LISTs besides the verification")
+		t.Errorf("cluster scope sent wildcard configmap LISTs besides the after-load read")
 	}
 }
 
@@ -233,7 +233,7 @@ func TestWildcardFullListRefused(t *testing.T) {
 	if rep.ExitCode != ExitClean {
 		t.Fatalf("exit %d (%s), want clean: a refused full wildcard list is skipped", rep.ExitCode, rep.Verdict)
 	}
-	for _, s := range rep.Pollution.Sources {
+	for _, s := range rep.Result(CheckPollution).Sources {
 		if strings.HasPrefix(s.Name, "wildcard") && s.Ran {
 			t.Errorf("source %s ran: %+v", s.Name, s)
 		}
@@ -289,9 +289,21 @@ func TestReportJSON(t *testing.T) {
 	if back["exitCode"].(float64) != ExitViolated || back["verdict"] != "correctness violated" {
 		t.Errorf("JSON exitCode/verdict = %v/%v", back["exitCode"], back["verdict"])
 	}
-	checkB := back["checkB"].(map[string]any)
-	if checkB["violations"].(float64) == 0 {
-		t.Errorf("JSON checkB = %v", checkB)
+	// Scripts find a check by name in the "checks" array, in report order.
+	var names []string
+	var pollution map[string]any
+	for _, c := range back["checks"].([]any) {
+		c := c.(map[string]any)
+		names = append(names, c["id"].(string)+": "+c["name"].(string))
+		if c["name"] == CheckPollution {
+			pollution = c
+		}
+	}
+	if got := strings.Join(names, ", "); got != "a: original-api-version, b: no pollution, c: nothing lost, d: mixed watchers" {
+		t.Errorf("JSON checks = %s", got)
+	}
+	if pollution == nil || pollution["violations"].(float64) == 0 || pollution["ran"] != true {
+		t.Errorf("JSON check %q = %v, want ran with violations", CheckPollution, pollution)
 	}
 }
 
@@ -339,12 +351,12 @@ func TestMixedWatchersEachGetTheirOwnAnswer(t *testing.T) {
 	if rep.ExitCode != ExitClean {
 		t.Fatalf("verdict %q exit %d, want clean; error %q", rep.Verdict, rep.ExitCode, rep.Error)
 	}
-	if !rep.Mixed.Ran || rep.Mixed.Checked == 0 || rep.Mixed.Violations != 0 {
-		t.Errorf("check (d) = %+v, want ran, checked > 0, no violations", rep.Mixed)
+	if !rep.Result(CheckMixedWatchers).Ran || rep.Result(CheckMixedWatchers).Checked == 0 || rep.Result(CheckMixedWatchers).Violations != 0 {
+		t.Errorf("check (d) = %+v, want ran, checked > 0, no violations", rep.Result(CheckMixedWatchers))
 	}
 	for _, k := range []string{`wildcard: "rbac.authorization.k8s.io/v1"`, `single-cluster: <missing>`} {
-		if rep.Mixed.Values[k] == 0 {
-			t.Errorf("check (d) values = %v, want some %s", rep.Mixed.Values, k)
+		if rep.Result(CheckMixedWatchers).Values[k] == 0 {
+			t.Errorf("check (d) values = %v, want some %s", rep.Result(CheckMixedWatchers).Values, k)
 		}
 	}
 	for _, name := range []string{"watch mixed v1 wildcard", "watch mixed v1beta1 wildcard", "watch mixed v1 single-cluster", "watch mixed v1beta1 single-cluster", "watch mixed list"} {
@@ -352,7 +364,7 @@ func TestMixedWatchersEachGetTheirOwnAnswer(t *testing.T) {
 			t.Errorf("operation %q: %+v, want successful requests", name, op)
 		}
 	}
-	if n := rep.Mixed.SingleClusterAnnotated(); n != 0 {
+	if n := rep.Result(CheckMixedWatchers).SingleClusterAnnotated(); n != 0 {
 		t.Errorf("SingleClusterAnnotated = %d, want 0", n)
 	}
 }
@@ -363,11 +375,11 @@ func TestMixedWatchersMixUp(t *testing.T) {
 	o.MixedWatchers = 1
 	rep := mustRun(t, o)
 
-	if rep.ExitCode != ExitViolated || !rep.Mixed.Violated() {
-		t.Fatalf("exit %d (%s), check (d) %+v: want check (d) violated, exit %d", rep.ExitCode, rep.Verdict, rep.Mixed, ExitViolated)
+	if rep.ExitCode != ExitViolated || !rep.Result(CheckMixedWatchers).Violated() {
+		t.Fatalf("exit %d (%s), check (d) %+v: want check (d) violated, exit %d", rep.ExitCode, rep.Verdict, rep.Result(CheckMixedWatchers), ExitViolated)
 	}
-	if n := rep.Mixed.SingleClusterAnnotated(); n == 0 || n != rep.Mixed.Violations {
-		t.Errorf("SingleClusterAnnotated = %d, violations %d: want every violation a single-cluster event with the annotation", n, rep.Mixed.Violations)
+	if n := rep.Result(CheckMixedWatchers).SingleClusterAnnotated(); n == 0 || n != rep.Result(CheckMixedWatchers).Violations {
+		t.Errorf("SingleClusterAnnotated = %d, violations %d: want every violation a single-cluster event with the annotation", n, rep.Result(CheckMixedWatchers).Violations)
 	}
 	var text bytes.Buffer
 	_ = rep.WriteText(&text)
@@ -379,7 +391,7 @@ func TestMixedWatchersMixUp(t *testing.T) {
 func TestMixedWatchersOffByDefault(t *testing.T) {
 	f := newFakeServer(t, nil)
 	rep := mustRun(t, smallOptions(f))
-	if rep.Mixed.Ran || rep.Mixed.Note != "no --mixed-watchers" {
-		t.Errorf("check (d) = %+v, want not run: no --mixed-watchers", rep.Mixed)
+	if rep.Result(CheckMixedWatchers).Ran || rep.Result(CheckMixedWatchers).Note != "no --mixed-watchers" {
+		t.Errorf("check (d) = %+v, want not run: no --mixed-watchers", rep.Result(CheckMixedWatchers))
 	}
 }

@@ -174,35 +174,102 @@ func TestLedger(t *testing.T) {
 	}
 }
 
-// TestReportNeverCleanWhenNothingWasChecked: a run whose checks ran but saw
-// no item, or where no check ran at all, proves nothing and is not "clean".
+// TestReportNeverCleanWhenNothingWasChecked: a run where an enabled check
+// did not run or saw no item, or where no check was enabled at all, proves
+// nothing and is not "clean".
 func TestReportNeverCleanWhenNothingWasChecked(t *testing.T) {
+	held := func(n int64) CheckResult { return CheckResult{Enabled: true, Ran: true, Checked: n} }
 	for name, tc := range map[string]struct {
-		checks [4]CheckResult
+		checks []CheckResult
 		want   int
 	}{
-		"every check held on items": {
-			checks: [4]CheckResult{{Ran: true, Checked: 10}, {Ran: true, Checked: 3}, {Ran: true, Checked: 3}, {}},
+		"every enabled check held on items": {
+			checks: []CheckResult{held(10), held(3), held(3), {Note: "no --mixed-watchers"}},
 			want:   ExitClean,
 		},
-		"a check ran on no item": {
-			checks: [4]CheckResult{{Ran: true, Checked: 10}, {Ran: true, Checked: 0}, {}, {}},
+		"an enabled check ran on no item": {
+			checks: []CheckResult{held(10), held(0), {}, {}},
 			want:   ExitFailure,
 		},
-		"no check ran": {
+		"an enabled check did not run": {
+			checks: []CheckResult{held(10), {Enabled: true, Note: "skipped"}, {}, {}},
+			want:   ExitFailure,
+		},
+		"no check enabled": {
+			checks: []CheckResult{{}, {}, {}, {}},
+			want:   ExitFailure,
+		},
+		"no check in the report": {
 			want: ExitFailure,
 		},
 		"a violation still wins": {
-			checks: [4]CheckResult{{Ran: true, Checked: 10, Violations: 1}, {Ran: true}, {}, {}},
+			checks: []CheckResult{{Enabled: true, Ran: true, Checked: 10, Violations: 1}, held(0), {}, {}},
 			want:   ExitViolated,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := &Report{APIVersion: tc.checks[0], Pollution: tc.checks[1], Lost: tc.checks[2], Mixed: tc.checks[3]}
+			r := &Report{Checks: tc.checks}
 			r.finish()
 			if r.ExitCode != tc.want {
 				t.Errorf("verdict %q (exit %d), want exit %d", r.Verdict, r.ExitCode, tc.want)
 			}
 		})
+	}
+}
+
+// TestChecksRegistry: every check has its own letter and name, in report
+// order, and a report lists each once, found by name.
+func TestChecksRegistry(t *testing.T) {
+	var ids, names []string
+	for _, c := range Checks() {
+		if c.ID == "" || c.Name == "" || c.What == "" {
+			t.Errorf("check %+v: want an ID, a name and what it checks", c)
+		}
+		ids, names = append(ids, c.ID), append(names, c.Name)
+	}
+	if got := strings.Join(ids, ","); got != "a,b,c,d" {
+		t.Errorf("check IDs %s, want a,b,c,d in report order", got)
+	}
+	if got := strings.Join(names, ","); got != strings.Join([]string{CheckAPIVersion, CheckPollution, CheckLostWrites, CheckMixedWatchers}, ",") {
+		t.Errorf("check names %s", got)
+	}
+	r := &Report{Checks: []CheckResult{{ID: "b", Name: CheckPollution, Ran: true, Checked: 4}}}
+	if c := r.Result(CheckPollution); !c.Ran || c.Checked != 4 || c.Title() != "b: "+CheckPollution {
+		t.Errorf("Result(%q) = %+v", CheckPollution, c)
+	}
+	if c := r.Result(CheckLostWrites); c.Ran || c.Violated() || c.Note == "" {
+		t.Errorf("Result of a check missing from the report = %+v, want not run with a note", c)
+	}
+}
+
+// TestEnabledCheckThatSawNothing: a check that applies to the run but saw no
+// item ran on nothing (not "not run"), so the run cannot be clean.
+func TestEnabledCheckThatSawNothing(t *testing.T) {
+	o := DefaultOptions()
+	o.MixedWatchers = 1
+	obs := &observations{opts: &o, loaded: true, ledger: newLedger(), readBack: &readBack{}}
+	for _, c := range newChecks() {
+		res := c.Result(obs)
+		if !res.Enabled || !res.Ran || res.Checked != 0 || res.Note == "" {
+			t.Errorf("check %s = %+v, want enabled, ran on nothing, with a note", c.Info().ID, res)
+		}
+	}
+	var rep Report
+	for _, c := range newChecks() {
+		rep.Checks = append(rep.Checks, c.Result(obs))
+	}
+	rep.finish()
+	if rep.ExitCode != ExitFailure || rep.Verdict != "nothing checked" {
+		t.Errorf("verdict %q (exit %d), want nothing checked (exit %d)", rep.Verdict, rep.ExitCode, ExitFailure)
+	}
+
+	// Checks that do not apply say why and stay out of the verdict.
+	o.Scope, o.MixedWatchers, o.Writers = ScopeCluster, 0, 0
+	obs = &observations{opts: &o, loaded: true, ledger: newLedger(), readBackSkipped: "--no-after-checks"}
+	o.NoAfterChecks = true
+	for _, c := range newChecks() {
+		if res := c.Result(obs); res.Enabled || res.Ran || res.Note == "" {
+			t.Errorf("check %s = %+v, want not enabled, with a note", c.Info().ID, res)
+		}
 	}
 }

@@ -36,9 +36,7 @@ func (r *run) watcher(ctx context.Context, c *client, s requestshape.Shape) {
 func (r *run) watchOnce(ctx context.Context, c *client, s requestshape.Shape, res Resource, cluster string) error {
 	op := "watch " + s.Accept.MetaVersion
 	return r.watchPartial(ctx, c, op, s, requestshape.Params{}, res, cluster, func(m partialMeta) {
-		if cluster == "*" {
-			r.apiCheck.item(op, res, m)
-		}
+		r.observe(seenPartial{op: op, worker: watcherWorker, res: res, cluster: cluster, meta: m})
 	})
 }
 

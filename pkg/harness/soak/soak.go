@@ -179,15 +179,20 @@ func (r *Result) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "  end: kcp DIED %s into the load\n", rep.TimeToDeath.Round(time.Millisecond))
 	}
-	for _, c := range []hammer.CheckResult{rep.APIVersion, rep.Pollution, rep.Lost} {
+	for _, c := range rep.Checks {
+		if !c.Enabled {
+			continue // not part of the soak's load
+		}
 		state := "ok"
 		switch {
 		case !c.Ran:
 			state = "not run: " + c.Note
 		case c.Violations > 0:
 			state = fmt.Sprintf("VIOLATED by %d", c.Violations)
+		case c.Checked == 0:
+			state = "NOTHING checked: " + c.Note
 		}
-		fmt.Fprintf(&b, "  check %s: %s (%d checked)\n", c.Name, state, c.Checked)
+		fmt.Fprintf(&b, "  check %s: %s (%d checked)\n", c.Title(), state, c.Checked)
 	}
 	if r.Fatal != "" {
 		fmt.Fprintf(&b, "  kcp output: %s\n", r.Fatal)

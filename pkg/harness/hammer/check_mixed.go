@@ -1,0 +1,79 @@
+package hammer
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Scopes of a mixed-watchers watch, as they appear in check (d)'s values.
+const (
+	mixedWildcard      = "wildcard"
+	mixedSingleCluster = "single-cluster"
+)
+
+// mixedWatchCheck is check (d): wildcard and single-cluster partial-metadata
+// watches of the same resource, open at the same time, each get their own
+// answer. The watch cache serializes an event once per encoder identifier and
+// hands the bytes to every watcher with that identifier; when a wildcard and a
+// single-cluster watch share one, whichever encodes first decides what both
+// receive. So every wildcard event must carry kcp.io/original-api-version
+// equal to the served group/version, and no single-cluster event may carry it.
+type mixedWatchCheck struct{ tally }
+
+func newMixedWatchCheck() *mixedWatchCheck { return &mixedWatchCheck{} }
+
+func (m *mixedWatchCheck) Info() CheckInfo {
+	return CheckInfo{ID: "d", Name: CheckMixedWatchers,
+		What: "with --mixed-watchers: wildcard and single-cluster partial-metadata watches of the same resource, " +
+			"open at the same time, each get their own answer (wildcard events carry the served group/version, " +
+			"single-cluster events no kcp.io/original-api-version)"}
+}
+
+func (m *mixedWatchCheck) observePartial(s seenPartial) {
+	if s.worker != mixedWatcherWorker {
+		return
+	}
+	shown := missingValue
+	if v := s.meta.Annotations.OriginalAPIVersion; v != nil {
+		shown = strconv.Quote(*v)
+	}
+	scope, want := mixedSingleCluster, "no such annotation"
+	ok := s.meta.Annotations.OriginalAPIVersion == nil
+	if s.cluster == "*" {
+		scope, want = mixedWildcard, strconv.Quote(s.res.GroupVersion())
+		ok = shown == want
+	}
+	m.add(scope+": "+shown, ok, func() string {
+		return fmt.Sprintf("%s: %s %s: %s=%s, want %s",
+			s.op, s.res.Resource, describePartial(s.meta), OriginalAPIVersionAnnotation, shown, want)
+	})
+}
+
+func (m *mixedWatchCheck) Result(obs *observations) CheckResult {
+	r := m.result()
+	r.Enabled = true
+	switch {
+	case obs.probe:
+		r.Enabled, r.Ran, r.Note = false, false, "not run in a probe"
+	case obs.opts.MixedWatchers == 0:
+		r.Enabled, r.Ran, r.Note = false, false, "no --mixed-watchers"
+	case !obs.loaded:
+		r.Ran, r.Note = false, "the load did not run"
+	case r.Checked == 0:
+		r.Note = "the mixed watchers received no event"
+	}
+	return r
+}
+
+// SingleClusterAnnotated counts the single-cluster events of check (d) that
+// carried kcp.io/original-api-version: an answer meant for a wildcard watcher.
+func (c CheckResult) SingleClusterAnnotated() int64 {
+	var n int64
+	for k, v := range c.Values {
+		if strings.HasPrefix(k, mixedSingleCluster+": ") && k != mixedSingleCluster+": "+missingValue {
+			n += v
+		}
+	}
+	return n
+}
