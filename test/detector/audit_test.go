@@ -30,7 +30,7 @@ func TestPristineAuditPaths(t *testing.T) {
 		return cluster
 	}
 	// caused returns the findings after the case's requests, once every
-	// read was verified.
+	// read was compared.
 	caused := func(t *testing.T, before int) []cm.Finding {
 		return settledFindings(t, s)[before:]
 	}
@@ -51,7 +51,7 @@ func TestPristineAuditPaths(t *testing.T) {
 					t.Errorf("%s: Table (includeObject=%s) wrote into the cache: %v", r.name, include, fs)
 				}
 				if handouts(t, s, r, "list", cm.SharingShared) == shared {
-					t.Errorf("%s: the detector verified no shared object", r.name)
+					t.Errorf("%s: the detector compared no shared object", r.name)
 				}
 			}
 		})

@@ -10,7 +10,7 @@
 //     of ClusterRoles and ConfigMaps across Accept types, wildcard and
 //     single-cluster scope, resourceVersion "" and "0", selectors and
 //     pagination produce no finding, while the detector demonstrably
-//     verified cache-shared objects for every verb;
+//     compared cache-shared objects for every verb;
 //   - the audit of the fork's other read paths (docs/read-path-audit.md):
 //     what the detector says for each path the test shard can serve on the
 //     pristine fork, and, in-process, for apiextensions'

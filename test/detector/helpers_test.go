@@ -34,8 +34,8 @@ const (
 	// leakPath is how the detector names it.
 	leakPath = `metadata.annotations["kcp.io/original-api-version"]`
 
-	// verifyInterval is the shards' periodic re-verification.
-	verifyInterval = 200 * time.Millisecond
+	// compareInterval is the period of the shards' detector comparisons.
+	compareInterval = 200 * time.Millisecond
 	// findingsTimeout bounds the wait for findings that should come.
 	findingsTimeout = 30 * time.Second
 	// requestTimeout bounds every request (a watch: until its event).
@@ -99,7 +99,7 @@ func startShard(t *testing.T, v fixture.Variant, expect bool) *fixture.Shard {
 		Binary:                fixture.ShardBinaryT(t, v),
 		CacheMutationDetector: true,
 		ExpectCacheMutations:  expect,
-		Args:                  []string{"--cache-mutation-detector-interval=" + verifyInterval.String()},
+		Args:                  []string{"--cache-mutation-detector-interval=" + compareInterval.String()},
 	})
 	if !s.CacheMutationDetector() {
 		t.Fatal("the shard does not run the cache mutation detector")
@@ -344,7 +344,7 @@ func waitFindings(t *testing.T, s *fixture.Shard, n int) []cm.Finding {
 
 // settledFindings returns the findings once no more can come from the
 // requests sent so far: the detector holds no object of a finished request
-// (each was verified at its completion), and the shard's stderr shows as many
+// (each was compared at its completion), and the shard's stderr shows as many
 // findings as the detector counted.
 func settledFindings(t *testing.T, s *fixture.Shard) []cm.Finding {
 	t.Helper()
@@ -413,7 +413,7 @@ func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, na
 	}
 }
 
-// waitIdle waits until the detector verified every read at its request's
+// waitIdle waits until the detector compared every read at its request's
 // completion (holding_requests is 0), so the next request's writes cannot
 // be attributed to an earlier request that was still being torn down.
 func waitIdle(t *testing.T, s *fixture.Shard) {

@@ -179,7 +179,7 @@ func runMatrix(t *testing.T, s *fixture.Shard, exact bool) *matrixRun {
 // TestPatchedMatrixIsClean: on the patched fork (-race build) no request of
 // the matrix writes into the watch cache. The shard runs in the fixture's
 // test mode: any finding fails the test. The detector has teeth here: the
-// metrics show it verified objects shared with the cache for every verb and
+// metrics show it compared objects shared with the cache for every verb and
 // resource, TestPristineMatrixAudit runs the same matrix on the pristine
 // fork and sees exactly the wildcard partial-metadata LIST cells write, and
 // TestPristineOneWildcardPartialListIsCaught is the one-request control.
@@ -202,7 +202,7 @@ func TestPatchedMatrixIsClean(t *testing.T) {
 	}
 }
 
-// requireTeeth fails unless the detector verified objects shared with the
+// requireTeeth fails unless the detector compared objects shared with the
 // cache for every resource and verb, and classified GETs served by etcd as
 // private.
 func requireTeeth(t *testing.T, s *fixture.Shard) {
@@ -220,8 +220,8 @@ func requireTeeth(t *testing.T, s *fixture.Shard) {
 			t.Errorf("no %s GET was classified private: GETs without resourceVersion are served by etcd", r.name)
 		}
 	}
-	if n := metric(t, s, "verifications_total", nil); n == 0 {
-		t.Error("the detector verified nothing")
+	if n := metric(t, s, "comparisons_total", nil); n == 0 {
+		t.Error("the detector compared nothing")
 	}
 }
 

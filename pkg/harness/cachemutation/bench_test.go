@@ -20,7 +20,7 @@ import (
 //	undecorated  StorageWithCacher's storage as the registry gets it today
 //	off          the same through a nil (*Detector).Decorator, i.e. a server
 //	             built with the detector wired in but not enabled
-//	on           through an enabled detector, including the verification
+//	on           through an enabled detector, including the comparison
 //	             at completion (the iteration waits for it)
 //
 // off must equal undecorated: the nil detector hands back the decorator it
@@ -70,9 +70,9 @@ func benchCache(b *testing.B, mode string) *realCache {
 	return rc
 }
 
-// waitVerified waits (spinning, at most 10s) until the detector verified
-// and dropped every hand-out, so "on" pays for its verification.
-func waitVerified(b *testing.B, d *Detector) {
+// waitCompared waits (spinning, at most 10s) until the detector compared
+// and dropped every hand-out, so "on" pays for its comparison.
+func waitCompared(b *testing.B, d *Detector) {
 	deadline := time.Now().Add(10 * time.Second)
 	for d.Tracked() != 0 {
 		if time.Now().After(deadline) {
@@ -100,7 +100,7 @@ func BenchmarkGetList(b *testing.B) {
 				}
 				cancel()
 				if rc.d != nil {
-					waitVerified(b, rc.d)
+					waitCompared(b, rc.d)
 				}
 			}
 		})
@@ -122,7 +122,7 @@ func BenchmarkGet(b *testing.B) {
 				}
 				cancel()
 				if rc.d != nil {
-					waitVerified(b, rc.d)
+					waitCompared(b, rc.d)
 				}
 			}
 		})

@@ -45,14 +45,14 @@ const (
 
 // Options configure a Detector. The zero value is usable.
 type Options struct {
-	// Interval is the period of the re-verification of every tracked object
+	// Interval is the period of the comparison of every tracked object
 	// (default DefaultInterval; negative: only on completion).
 	Interval time.Duration
 	// MaxAge is how long a Get or GetList hand-out whose context never ends
 	// stays tracked (default DefaultMaxAge).
 	MaxAge time.Duration
 	// WatchRetention is how long each watch event's object stays tracked
-	// (default DefaultWatchRetention); all of a watch's objects are verified
+	// (default DefaultWatchRetention); all of a watch's objects are compared
 	// once more when the watch ends.
 	WatchRetention time.Duration
 	// MaxTracked caps the objects tracked at once (default
@@ -62,7 +62,7 @@ type Options struct {
 	// kcp.io/cluster annotation). Nil: no cluster.
 	Cluster func(metav1.Object) string
 	// OnFinding, if set, is called once per finding, from the goroutine
-	// that verified the object.
+	// that compared the object.
 	OnFinding func(Finding)
 	// SharedWatchObject returns the memory a watch event's object shares
 	// with the cache, or false if it shares none. Nil: the rule of
@@ -123,8 +123,8 @@ func New(opts Options) *Detector {
 	return d
 }
 
-// Stop verifies every tracked object one last time, then stops the periodic
-// verification and forgets them. Findings are still returned by Findings.
+// Stop compares every tracked object one last time, then stops the periodic
+// comparison and forgets them. Findings are still returned by Findings.
 func (d *Detector) Stop() {
 	if d == nil {
 		return
@@ -132,7 +132,7 @@ func (d *Detector) Stop() {
 	d.stopOnce.Do(func() {
 		close(d.stopCh)
 		d.wg.Wait()
-		d.verifyAll("completion", true)
+		d.compareAll("completion", true)
 		d.mu.Lock()
 		d.stopped = true
 		d.mu.Unlock()
@@ -149,12 +149,13 @@ func (d *Detector) Findings() []Finding {
 	return append([]Finding(nil), d.findings...)
 }
 
-// VerifyNow verifies every tracked object now (trigger "periodic").
-func (d *Detector) VerifyNow() {
+// CompareNow compares every tracked object with its fingerprint now
+// (trigger "periodic").
+func (d *Detector) CompareNow() {
 	if d == nil {
 		return
 	}
-	d.verifyAll("periodic", false)
+	d.compareAll("periodic", false)
 }
 
 // Tracked is the number of objects tracked now.
@@ -176,14 +177,14 @@ func (d *Detector) loop() {
 		case <-d.stopCh:
 			return
 		case <-t.C:
-			d.verifyAll("periodic", false)
+			d.compareAll("periodic", false)
 		}
 	}
 }
 
-// verifyAll verifies every live batch and drops what is done: expired
+// compareAll compares every live batch and drops what is done: expired
 // batches, old watch events. final drops everything.
-func (d *Detector) verifyAll(trigger string, final bool) {
+func (d *Detector) compareAll(trigger string, final bool) {
 	d.mu.Lock()
 	batches := make([]*batch, 0, len(d.batches))
 	for b := range d.batches {
@@ -195,16 +196,16 @@ func (d *Detector) verifyAll(trigger string, final bool) {
 		b.mu.Lock()
 		switch {
 		case final:
-			b.verifyLocked(trigger)
+			b.compareLocked(trigger)
 			d.dropLocked(b)
 		case !b.watch && now.Sub(b.start) > d.opts.MaxAge:
-			b.verifyLocked("expiry")
+			b.compareLocked("expiry")
 			d.dropLocked(b)
 		case b.watch:
-			b.verifyLocked(trigger)
+			b.compareLocked(trigger)
 			b.expireLocked(now.Add(-d.opts.WatchRetention))
 		default:
-			b.verifyLocked(trigger)
+			b.compareLocked(trigger)
 		}
 		b.mu.Unlock()
 	}
@@ -299,7 +300,7 @@ func (d *Detector) release(n int) {
 }
 
 // register starts tracking b (its records already counted by reserve) and
-// verifies it when ctx ends; a watch batch is completed by its watcher.
+// compares it when ctx ends; a watch batch is completed by its watcher.
 func (d *Detector) register(ctx context.Context, b *batch) {
 	d.mu.Lock()
 	d.batches[b] = struct{}{}
@@ -313,14 +314,14 @@ func (d *Detector) register(ctx context.Context, b *batch) {
 	}
 }
 
-// complete verifies b now that its request is done, and drops it.
+// complete compares b now that its request is done, and drops it.
 func (b *batch) complete() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.dropped {
 		return
 	}
-	b.verifyLocked("completion")
+	b.compareLocked("completion")
 	b.d.dropLocked(b)
 }
 
@@ -343,7 +344,7 @@ func (b *batch) add(r *record) bool {
 	return true
 }
 
-// expireLocked drops watch records handed out before cutoff (verified just
+// expireLocked drops watch records handed out before cutoff (compared just
 // before by the caller).
 func (b *batch) expireLocked(cutoff time.Time) {
 	keep := b.records[:0]
@@ -362,11 +363,11 @@ func (b *batch) expireLocked(cutoff time.Time) {
 	}
 }
 
-func (b *batch) verifyLocked(trigger string) {
+func (b *batch) compareLocked(trigger string) {
 	if len(b.records) == 0 {
 		return
 	}
-	verificationsTotal.WithLabelValues(trigger).Add(float64(len(b.records)))
+	comparisonsTotal.WithLabelValues(trigger).Add(float64(len(b.records)))
 	for _, r := range b.records {
 		if reflect.DeepEqual(r.snapshot, r.view) {
 			continue

@@ -93,7 +93,7 @@ func (c *collector) all() []Finding {
 	return append([]Finding(nil), c.fs...)
 }
 
-// newTestDetector returns a detector without periodic verification (the
+// newTestDetector returns a detector without periodic comparison (the
 // test triggers it) and its findings.
 func newTestDetector(t *testing.T, f *fakeCache) (*Detector, *collector) {
 	t.Helper()
@@ -167,7 +167,7 @@ func TestListMutations(t *testing.T) {
 			}
 			tc.mutate(list)
 			done()
-			waitFor(t, func() bool { return d.Tracked() == 0 || len(c.all()) > 0 }, "completion verification")
+			waitFor(t, func() bool { return d.Tracked() == 0 || len(c.all()) > 0 }, "completion comparison")
 			d.Stop()
 
 			cacheChanged := !cmp.Equal(before, cached)
@@ -411,7 +411,7 @@ func TestWatch(t *testing.T) {
 }
 
 // TestPeriodic: a write while the request still runs is found by the
-// periodic verification, before the request completes.
+// periodic comparison, before the request completes.
 func TestPeriodic(t *testing.T) {
 	f := newFakeCache()
 	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
@@ -423,11 +423,11 @@ func TestPeriodic(t *testing.T) {
 	list := listConfigMaps(t, s, ctx)
 	list.Items[0].Labels["late"] = "write"
 	// The write happens before the first tick; taking the detector's lock
-	// orders it before the verification for the race detector too.
+	// orders it before the comparison for the race detector too.
 	_ = d.Tracked()
-	waitFor(t, func() bool { return len(c.all()) > 0 }, "the periodic verification")
+	waitFor(t, func() bool { return len(c.all()) > 0 }, "the periodic comparison")
 	if fs := c.all(); len(fs) != 1 || fs[0].Trigger != "periodic" {
-		t.Fatalf("findings %v, want one by the periodic verification", fs)
+		t.Fatalf("findings %v, want one by the periodic comparison", fs)
 	}
 }
 
@@ -441,17 +441,17 @@ func TestRepeatedWrites(t *testing.T) {
 	ctx, _ := requestCtx(t, "list", "/api/v1/configmaps")
 	list := listConfigMaps(t, s, ctx)
 	list.Items[0].Labels["first"] = "write"
-	d.VerifyNow()
-	d.VerifyNow() // nothing new
+	d.CompareNow()
+	d.CompareNow() // nothing new
 	list.Items[0].Labels["second"] = "write"
-	d.VerifyNow()
+	d.CompareNow()
 	fs := c.all()
 	if len(fs) != 2 || !cmp.Equal(fs[0].Paths, []string{`metadata.labels["first"]`}) || !cmp.Equal(fs[1].Paths, []string{`metadata.labels["second"]`}) {
 		t.Fatalf("findings %v, want first then second", fs)
 	}
 }
 
-// TestMaxAge: a hand-out whose context never ends is verified once more and
+// TestMaxAge: a hand-out whose context never ends is compared once more and
 // dropped after MaxAge.
 func TestMaxAge(t *testing.T) {
 	f := newFakeCache()
@@ -469,7 +469,7 @@ func TestMaxAge(t *testing.T) {
 	}
 	waitFor(t, func() bool { return d.Tracked() == 0 }, "expiry")
 	cm.Data["k"] = "too late"
-	d.VerifyNow()
+	d.CompareNow()
 	if fs := c.all(); len(fs) != 0 {
 		t.Fatalf("findings after expiry: %v", fs)
 	}
@@ -578,7 +578,7 @@ func (f *fakeTB) Errorf(format string, args ...any) {
 func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
 
 // TestNewForTest: in test mode a finding fails the test, including one only
-// the final verification at cleanup sees.
+// the final comparison at cleanup sees.
 func TestNewForTest(t *testing.T) {
 	f := newFakeCache()
 	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
@@ -616,7 +616,7 @@ func TestNilDetector(t *testing.T) {
 		t.Error("WithRequest wrapped")
 	}
 	d.Stop()
-	d.VerifyNow()
+	d.CompareNow()
 	if d.Findings() != nil || d.Tracked() != 0 {
 		t.Error("nil detector has state")
 	}
@@ -723,7 +723,7 @@ func TestInternalTypePaths(t *testing.T) {
 }
 
 // TestHoldingRequests: holding_requests counts reads whose request has not
-// completed (and been verified) yet.
+// completed (and been compared) yet.
 func TestHoldingRequests(t *testing.T) {
 	f := newFakeCache()
 	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))

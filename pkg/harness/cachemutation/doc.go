@@ -25,15 +25,15 @@
 // (BenchmarkGetList shows it). Enable it with a flag of your server or with
 // KCP_CARRY_CACHE_MUTATION_DETECTOR=true (EnabledFromEnv).
 //
-// # What it verifies
+// # What it compares
 //
 // Every object the wrapped storage hands out — the object of a Get, each item
 // of a GetList, the object of each watch event — is fingerprinted (deep copy)
-// at hand-out, and re-verified periodically (Options.Interval) while the
+// at hand-out, and compared again periodically (Options.Interval) while the
 // request runs and when the request's context ends (the request completed),
 // after which it is forgotten. A difference is a finding.
 //
-// It verifies memory shared with the cache, not the request's own copy. The
+// It compares memory shared with the cache, not the request's own copy. The
 // cacher copies each cached object struct-by-value into the caller's object
 // (Get) or list item (GetList): the top-level struct is the request's own and
 // writing it (item.Name = "x", item.Annotations = newMap, list.Items[i] = y)
@@ -76,15 +76,15 @@
 //
 // Off, it costs nothing: nothing is wrapped. On, each Get and GetList pays one
 // extra read from the cache and a deep copy per shared object, each watch an
-// extra goroutine and a deep copy per event; verification is a
+// extra goroutine and a deep copy per event; comparison is a
 // reflect.DeepEqual per tracked object. Do not run it in production.
 //
 //   - Attribution is exact at concurrency 1. When several requests hold the
-//     same cached object and one writes it, every holder's verification sees
-//     the change; the first to verify reports it (identical changes are
+//     same cached object and one writes it, every holder's comparison sees
+//     the change; the first to compare reports it (identical changes are
 //     reported once), so under concurrency the named request held the object
 //     while it changed but may not be the writer.
-//   - The detector reads the cache's memory while verifying. A read path that
+//   - The detector reads the cache's memory while comparing. A read path that
 //     writes a shared map concurrently can therefore also trip the Go
 //     runtime's concurrent map check inside the detector: that crash is the
 //     bug, found by another route.

@@ -35,7 +35,7 @@ type Finding struct {
 	// or a watch event wrapped the cached object) or "unknown" (the re-read
 	// did not find the same object at the same resourceVersion).
 	Sharing string `json:"sharing"`
-	// Trigger is the verification that saw the change: "completion" (the
+	// Trigger is the comparison that saw the change: "completion" (the
 	// request's context ended), "periodic" or "expiry".
 	Trigger    string    `json:"trigger"`
 	HandedOut  time.Time `json:"handedOut"`

@@ -25,10 +25,10 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"group", "resource", "operation", "sharing"})
 
-	verificationsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	comparisonsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
-		Name:           "verifications_total",
-		Help:           "Verifications of tracked objects against their fingerprint, by trigger (completion, periodic, expiry).",
+		Name:           "comparisons_total",
+		Help:           "Comparisons of tracked objects with their fingerprint, by trigger (completion, periodic, expiry).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"trigger"})
 
@@ -36,7 +36,7 @@ var (
 		Subsystem: metricsSubsystem,
 		Name:      "holding_requests",
 		Help: "Storage reads (Get, GetList, watches) whose request has not completed yet: their objects are held and " +
-			"not yet verified at completion. 0 means every read so far was verified after its request ended.",
+			"not yet compared at completion. 0 means every read so far was compared after its request ended.",
 		StabilityLevel: metrics.ALPHA,
 	})
 
@@ -47,6 +47,6 @@ var (
 // once per process, when the first Detector is created.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(findingsTotal, handoutsTotal, verificationsTotal, holdingRequests)
+		legacyregistry.MustRegister(findingsTotal, handoutsTotal, comparisonsTotal, holdingRequests)
 	})
 }

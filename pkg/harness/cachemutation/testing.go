@@ -8,7 +8,7 @@ type TB interface {
 }
 
 // NewForTest returns a Detector whose findings fail t (t.Errorf, then opts.OnFinding
-// if set). At cleanup it verifies every tracked object once more and stops.
+// if set). At cleanup it compares every tracked object once more and stops.
 func NewForTest(t TB, opts Options) *Detector {
 	t.Helper()
 	next := opts.OnFinding

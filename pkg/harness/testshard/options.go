@@ -48,12 +48,12 @@ type Options struct {
 
 	// CacheMutationDetector wraps every registry's storage in the
 	// watch-cache mutation detector (pkg/harness/cachemutation), a debugging aid:
-	// each object a read hands out is fingerprinted and re-verified, and a
+	// each object a read hands out is fingerprinted and compared again, and a
 	// read path that writes into it is reported on stderr (one
 	// cachemutation.FormatLine per finding), in the log and in /metrics.
 	// KCP_CARRY_CACHE_MUTATION_DETECTOR=true turns it on as well.
 	CacheMutationDetector bool
-	// CacheMutationDetectorInterval is the period of its re-verification
+	// CacheMutationDetectorInterval is the period of its comparisons
 	// (0: cachemutation.DefaultInterval).
 	CacheMutationDetectorInterval time.Duration
 
@@ -101,7 +101,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.WatchCache, "watch-cache", o.WatchCache, "Serve reads through the watch cache, as kcp does. --watch-cache=false is the control: LISTs go to etcd.")
 	fs.BoolVar(&o.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", o.EtcdUnsafeNoFsync, "Let the embedded etcd skip fsync (throw-away test data only).")
 	fs.BoolVar(&o.CacheMutationDetector, "cache-mutation-detector", o.CacheMutationDetector, "Debugging aid: report read paths that write into objects shared with the watch cache (stderr, log, /metrics). Also "+cachemutation.EnvVar+"=true. Costs an extra cache read and deep copies per read; off by default.")
-	fs.DurationVar(&o.CacheMutationDetectorInterval, "cache-mutation-detector-interval", o.CacheMutationDetectorInterval, "How often the cache mutation detector re-verifies the objects requests hold (besides when each request completes).")
+	fs.DurationVar(&o.CacheMutationDetectorInterval, "cache-mutation-detector-interval", o.CacheMutationDetectorInterval, "How often the cache mutation detector compares the objects requests hold with their fingerprints (besides when each request completes).")
 }
 
 // Validate reports bad options, naming the flag.
