@@ -70,13 +70,13 @@ func TestRunCleanServer(t *testing.T) {
 	if f.accepts[partialmeta.ListAccept("v1")] == 0 || f.accepts[partialmeta.ListAccept("v1beta1")] == 0 || f.accepts[partialmeta.ObjectAccept("v1")] == 0 {
 		t.Errorf("accept headers seen: %v", f.accepts)
 	}
-	for _, c := range []CheckResult{rep.Result(CheckAPIVersion), rep.Result(CheckPollution), rep.Result(CheckLostWrites)} {
-		if !c.Ran || c.Violations != 0 || c.Checked == 0 {
+	for _, name := range []string{CheckAPIVersion, CheckPollution, CheckLostWrites} {
+		if c := rep.Result(name); !c.Ran || c.Violations != 0 || c.Checked == 0 {
 			t.Errorf("check %s: %+v, want ran, checked > 0, no violations", c.Name, c)
 		}
 	}
-	if rep.Result(CheckAPIVersion).Values[`"rbac.authorization.k8s.io/v1"`] == 0 || rep.Result(CheckAPIVersion).Values[`"v1"`] == 0 {
-		t.Errorf("check (a) values = %v", rep.Result(CheckAPIVersion).Values)
+	if a := rep.Result(CheckAPIVersion); a.Values[`"rbac.authorization.k8s.io/v1"`] == 0 || a.Values[`"v1"`] == 0 {
+		t.Errorf("check (a) values = %v", a.Values)
 	}
 	if rep.WatchEvents == 0 || rep.SuccessfulWrites == 0 || rep.PartialItems == 0 {
 		t.Errorf("watch events %d, writes %d, partial items %d: want all > 0", rep.WatchEvents, rep.SuccessfulWrites, rep.PartialItems)
@@ -85,8 +85,8 @@ func TestRunCleanServer(t *testing.T) {
 		t.Errorf("death reported: %+v", rep.Death)
 	}
 	// 5 wildcard-list sources and GETs: every seeded object was read 7 ways.
-	if len(rep.Result(CheckPollution).Sources) != 5 {
-		t.Errorf("pollution sources = %d, want 5", len(rep.Result(CheckPollution).Sources))
+	if b := rep.Result(CheckPollution); len(b.Sources) != 5 {
+		t.Errorf("pollution sources = %d, want 5", len(b.Sources))
 	}
 }
 
@@ -97,14 +97,14 @@ func TestRunPollutingServer(t *testing.T) {
 	if rep.ExitCode != ExitViolated {
 		t.Fatalf("exit %d (%s), want %d", rep.ExitCode, rep.Verdict, ExitViolated)
 	}
-	if !rep.Result(CheckAPIVersion).Violated() || rep.Result(CheckAPIVersion).Values[`""`] != rep.Result(CheckAPIVersion).Checked {
-		t.Errorf("check (a) = %+v, want every value \"\"", rep.Result(CheckAPIVersion))
+	if a := rep.Result(CheckAPIVersion); !a.Violated() || a.Values[`""`] != a.Checked {
+		t.Errorf("check (a) = %+v, want every value \"\"", a)
 	}
-	if !rep.Result(CheckPollution).Violated() {
-		t.Errorf("check (b) = %+v, want violated", rep.Result(CheckPollution))
+	if b := rep.Result(CheckPollution); !b.Violated() {
+		t.Errorf("check (b) = %+v, want violated", b)
 	}
-	if rep.Result(CheckLostWrites).Violated() {
-		t.Errorf("check (c) = %+v, want no lost writes", rep.Result(CheckLostWrites))
+	if c := rep.Result(CheckLostWrites); c.Violated() {
+		t.Errorf("check (c) = %+v, want no lost writes", c)
 	}
 }
 
@@ -129,8 +129,8 @@ func TestSequentialProbeOneListPerResource(t *testing.T) {
 			t.Errorf("source %s: %d of %d polluted, want all", s.Name, s.Polluted, s.Checked)
 		}
 	}
-	if rep.Result(CheckLostWrites).Ran {
-		t.Errorf("check (c) ran without writers: %+v", rep.Result(CheckLostWrites))
+	if c := rep.Result(CheckLostWrites); c.Ran {
+		t.Errorf("check (c) ran without writers: %+v", c)
 	}
 }
 
@@ -193,8 +193,8 @@ func TestServerExitedSignal(t *testing.T) {
 func TestLostWrites(t *testing.T) {
 	f := newFakeServer(t, func(f *fakeServer) { f.dropWrites = true })
 	rep := mustRun(t, smallOptions(f))
-	if rep.ExitCode != ExitViolated || !rep.Result(CheckLostWrites).Violated() {
-		t.Fatalf("exit %d, check (c) %+v; want %d and violated", rep.ExitCode, rep.Result(CheckLostWrites), ExitViolated)
+	if c := rep.Result(CheckLostWrites); rep.ExitCode != ExitViolated || !c.Violated() {
+		t.Fatalf("exit %d, check (c) %+v; want %d and violated", rep.ExitCode, c, ExitViolated)
 	}
 	if rep.Result(CheckAPIVersion).Violated() || rep.Result(CheckPollution).Violated() {
 		t.Errorf("checks (a)/(b) violated on a server that only drops writes")
@@ -216,8 +216,8 @@ func TestClusterScopeSkipsCheckA(t *testing.T) {
 	o := smallOptions(f)
 	o.Scope = ScopeCluster
 	rep := mustRun(t, o)
-	if rep.Result(CheckAPIVersion).Ran {
-		t.Errorf("check (a) ran on non-wildcard requests: %+v", rep.Result(CheckAPIVersion))
+	if a := rep.Result(CheckAPIVersion); a.Ran || a.Enabled {
+		t.Errorf("check (a) ran on non-wildcard requests: %+v", a)
 	}
 	if rep.ExitCode != ExitClean {
 		t.Errorf("exit %d (%s): the fake pollutes only on wildcard requests", rep.ExitCode, rep.Verdict)
@@ -351,12 +351,13 @@ func TestMixedWatchersEachGetTheirOwnAnswer(t *testing.T) {
 	if rep.ExitCode != ExitClean {
 		t.Fatalf("verdict %q exit %d, want clean; error %q", rep.Verdict, rep.ExitCode, rep.Error)
 	}
-	if !rep.Result(CheckMixedWatchers).Ran || rep.Result(CheckMixedWatchers).Checked == 0 || rep.Result(CheckMixedWatchers).Violations != 0 {
-		t.Errorf("check (d) = %+v, want ran, checked > 0, no violations", rep.Result(CheckMixedWatchers))
+	d := rep.Result(CheckMixedWatchers)
+	if !d.Ran || d.Checked == 0 || d.Violations != 0 {
+		t.Errorf("check (d) = %+v, want ran, checked > 0, no violations", d)
 	}
 	for _, k := range []string{`wildcard: "rbac.authorization.k8s.io/v1"`, `single-cluster: <missing>`} {
-		if rep.Result(CheckMixedWatchers).Values[k] == 0 {
-			t.Errorf("check (d) values = %v, want some %s", rep.Result(CheckMixedWatchers).Values, k)
+		if d.Values[k] == 0 {
+			t.Errorf("check (d) values = %v, want some %s", d.Values, k)
 		}
 	}
 	for _, name := range []string{"watch mixed v1 wildcard", "watch mixed v1beta1 wildcard", "watch mixed v1 single-cluster", "watch mixed v1beta1 single-cluster", "watch mixed list"} {
@@ -364,7 +365,7 @@ func TestMixedWatchersEachGetTheirOwnAnswer(t *testing.T) {
 			t.Errorf("operation %q: %+v, want successful requests", name, op)
 		}
 	}
-	if n := rep.Result(CheckMixedWatchers).SingleClusterAnnotated(); n != 0 {
+	if n := d.SingleClusterAnnotated(); n != 0 {
 		t.Errorf("SingleClusterAnnotated = %d, want 0", n)
 	}
 }
@@ -375,11 +376,12 @@ func TestMixedWatchersMixUp(t *testing.T) {
 	o.MixedWatchers = 1
 	rep := mustRun(t, o)
 
-	if rep.ExitCode != ExitViolated || !rep.Result(CheckMixedWatchers).Violated() {
-		t.Fatalf("exit %d (%s), check (d) %+v: want check (d) violated, exit %d", rep.ExitCode, rep.Verdict, rep.Result(CheckMixedWatchers), ExitViolated)
+	d := rep.Result(CheckMixedWatchers)
+	if rep.ExitCode != ExitViolated || !d.Violated() {
+		t.Fatalf("exit %d (%s), check (d) %+v: want check (d) violated, exit %d", rep.ExitCode, rep.Verdict, d, ExitViolated)
 	}
-	if n := rep.Result(CheckMixedWatchers).SingleClusterAnnotated(); n == 0 || n != rep.Result(CheckMixedWatchers).Violations {
-		t.Errorf("SingleClusterAnnotated = %d, violations %d: want every violation a single-cluster event with the annotation", n, rep.Result(CheckMixedWatchers).Violations)
+	if n := d.SingleClusterAnnotated(); n == 0 || n != d.Violations {
+		t.Errorf("SingleClusterAnnotated = %d, violations %d: want every violation a single-cluster event with the annotation", n, d.Violations)
 	}
 	var text bytes.Buffer
 	_ = rep.WriteText(&text)
@@ -391,7 +393,7 @@ func TestMixedWatchersMixUp(t *testing.T) {
 func TestMixedWatchersOffByDefault(t *testing.T) {
 	f := newFakeServer(t, nil)
 	rep := mustRun(t, smallOptions(f))
-	if rep.Result(CheckMixedWatchers).Ran || rep.Result(CheckMixedWatchers).Note != "no --mixed-watchers" {
-		t.Errorf("check (d) = %+v, want not run: no --mixed-watchers", rep.Result(CheckMixedWatchers))
+	if d := rep.Result(CheckMixedWatchers); d.Ran || d.Enabled || d.Note != "no --mixed-watchers" {
+		t.Errorf("check (d) = %+v, want not enabled: no --mixed-watchers", d)
 	}
 }
