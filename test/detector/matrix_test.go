@@ -81,9 +81,9 @@ func selectedObjects(sel requestshape.Selector, cluster string) []string {
 // exact makes the attribution deterministic: the detector names the request
 // that held an object when it saw the change, which is the writer only if no
 // other request holds it then. So before each cell's own requests the
-// detector must have verified, at their completion, the reads of the
+// detector must have compared, at their completion, the reads of the
 // previous cell and of the cell's helper LIST (which holds the objects the
-// cell's request is about to write, and whose completion verification runs
+// cell's request is about to write, and whose completion comparison runs
 // asynchronously, late on a loaded machine). It costs /metrics scrapes.
 func runMatrix(t *testing.T, s *fixture.Shard, exact bool) *matrixRun {
 	t.Helper()
@@ -92,7 +92,7 @@ func runMatrix(t *testing.T, s *fixture.Shard, exact bool) *matrixRun {
 	start := time.Now()
 	for _, r := range matrixResources {
 		for _, shape := range requestshape.Matrix() {
-			// The previous cell's reads are verified, fresh objects in a
+			// The previous cell's reads are compared, fresh objects in a
 			// new cluster are in the cache.
 			if exact {
 				waitIdle(t, s)
