@@ -73,7 +73,7 @@ func startKCP(t *testing.T, bin, rootDir string) *kcpserver.Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.DefaultReadyTimeout+time.Minute)
 	defer cancel()
-	s, err := kcpserver.Start(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Progress: t.Logf})
+	s, err := kcpserver.Start(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Env: serverEnv, Progress: t.Logf})
 	if err != nil {
 		t.Fatalf("starting kcp: %v", err)
 	}
@@ -89,7 +89,7 @@ func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*kcpserver.Serve
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.DefaultReadyTimeout+kcpserver.WorkspaceReadyTimeout)
 	defer cancel()
-	s, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Progress: t.Logf}, kcpWorkspaces)
+	s, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Env: serverEnv, Progress: t.Logf}, kcpWorkspaces)
 	if err != nil {
 		t.Fatalf("starting kcp with workspaces: %v", err)
 	}

@@ -41,7 +41,7 @@ func mixups(c hammer.CheckResult) int64 {
 // the same cached events, each get their own answer, on a -race build.
 func TestPatchedShardMixedWatchers(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
 	rep := runHammer(t, mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 2, 2, 10))
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the patched shard died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
@@ -92,7 +92,7 @@ func expectOwnAnswers(t *testing.T, rep *hammer.Report) {
 // the cache's shared objects); what must be detected is the mix-up itself.
 func TestPristineShardMixesUpWatchers(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
 	o := mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 1, 1, 5)
 	o.WriteMode = hammer.WritePatch
 	rep := runHammer(t, o)

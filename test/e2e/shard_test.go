@@ -15,7 +15,7 @@ import (
 // -race build: no death, no 5xx, checks (a)(b)(c) hold, no DATA RACE.
 func TestPatchedShardSurvivesLoad(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
 	rep := runHammer(t, loadOptions(t, s))
 
 	if rep.Death.Died || s.Died() {
@@ -46,7 +46,7 @@ func TestPatchedShardSurvivesLoad(t *testing.T) {
 // survives, the suite has lost its teeth and this test fails.
 func TestPristineShardDiesUnderLoad(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	// It usually dies within seconds; the longer bound only costs time when
 	// it does not, and keeps the control from flaking on a busy machine.
@@ -79,7 +79,7 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 // the value is "" (check (a) fails).
 func TestPristineSequentialProbePollutes(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	o.SequentialProbe = true
 	rep := runHammer(t, o)
@@ -111,7 +111,7 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 // patched shard's cache clean and says the right version.
 func TestPatchedSequentialProbeClean(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	o.SequentialProbe = true
 	rep := runHammer(t, o)
@@ -127,7 +127,7 @@ func TestPatchedSequentialProbeClean(t *testing.T) {
 // same load does not kill the pristine shard.
 func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, DisableWatchCache: true})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, DisableWatchCache: true, Env: serverEnv})
 	if s.WatchCache() {
 		t.Fatal("the shard says its watch cache is on")
 	}
@@ -143,7 +143,7 @@ func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
 // does not kill the pristine shard and pollutes nothing.
 func TestPristineSurvivesNonWildcardLists(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin})
+	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	o.Scope = hammer.ScopeCluster
 	rep := runHammer(t, o)

@@ -33,6 +33,8 @@ type Options struct {
 	RootDir string
 	// Args are extra flags for `kcp start`.
 	Args []string
+	// Env are extra environment variables ("K=V") on top of this process's.
+	Env []string
 	// ReadyTimeout bounds the wait for /readyz (default DefaultReadyTimeout).
 	ReadyTimeout time.Duration
 	// StderrTee receives a copy of kcp's output as it is written.
@@ -78,6 +80,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		"--batteries-included=admin",
 	}, opts.Args...)
 	popts := process.Options{Path: opts.Binary, Args: args, Dir: opts.RootDir, MergeStdout: true}
+	if len(opts.Env) > 0 {
+		popts.Env = append(os.Environ(), opts.Env...)
+	}
 	if opts.StderrTee != nil {
 		popts.StderrTee = opts.StderrTee
 	}
