@@ -123,6 +123,21 @@ type observations struct {
 	ledger *ledger
 }
 
+// noReadBack is why the after-load reads, which checks (b) and (c) judge,
+// have nothing to show: the server died, or they did not run; "" when they
+// ran.
+func (o *observations) noReadBack() string {
+	switch {
+	case o.died:
+		return "the server died"
+	case o.readBack == nil && o.readBackSkipped != "":
+		return o.readBackSkipped
+	case o.readBack == nil:
+		return "the after-load reads did not run"
+	}
+	return ""
+}
+
 // tally is the accumulator of a check fed item by item: counts by shown
 // value and the first samples of what was wrong.
 type tally struct {

@@ -20,11 +20,8 @@ func (lostWritesCheck) Result(obs *observations) CheckResult {
 	case !r.Enabled:
 		r.Note = "no writers ran"
 		return r
-	case obs.died:
-		r.Note = "the server died"
-		return r
-	case obs.readBack == nil:
-		r.Note = obs.readBackSkipped
+	}
+	if r.Note = obs.noReadBack(); r.Note != "" {
 		return r
 	}
 	r.Ran = true

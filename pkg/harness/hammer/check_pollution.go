@@ -30,12 +30,7 @@ type SourceResult struct {
 
 func (pollutionCheck) Result(obs *observations) CheckResult {
 	r := CheckResult{Enabled: !obs.opts.NoAfterChecks}
-	switch {
-	case obs.died:
-		r.Note = "the server died"
-		return r
-	case obs.readBack == nil:
-		r.Note = obs.readBackSkipped
+	if r.Note = obs.noReadBack(); r.Note != "" {
 		return r
 	}
 	r.Ran = true
