@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -68,13 +67,8 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Pristine:   *pristine,
 		KCPVersion: *kcpVersion,
 	})
-	var unfetchable *kcpbuild.UnfetchableError
-	if errors.As(err, &unfetchable) {
-		fail(stderr, "build", err)
-		return ExitUnfetchable
-	}
 	if err != nil {
-		return fail(stderr, "build", err)
+		return failBuild(stderr, "build", err)
 	}
 	if fs.json {
 		if err := writeJSON(stdout, res); err != nil {

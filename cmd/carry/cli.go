@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
@@ -151,6 +152,18 @@ func (fs *flagSet) repoRoot() (string, error) {
 func fail(stderr io.Writer, name string, err error) int {
 	fmt.Fprintf(stderr, "carry %s: %v\n", name, err)
 	return ExitFail
+}
+
+// failBuild is fail for the commands that build kcp (build, image): a module
+// this machine cannot fetch exits with ExitUnfetchable, which make reads as
+// "not on this machine".
+func failBuild(stderr io.Writer, name string, err error) int {
+	code := fail(stderr, name, err)
+	var unfetchable *kcpbuild.UnfetchableError
+	if errors.As(err, &unfetchable) {
+		return ExitUnfetchable
+	}
+	return code
 }
 
 func writeJSON(w io.Writer, v any) error {

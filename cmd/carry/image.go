@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/image"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 )
 
 // platformFlags collects --platform OS/ARCH[,OS/ARCH...] (repeatable).
@@ -72,13 +70,8 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		BinDir:    *binDir,
 		Progress:  stderr,
 	})
-	var unfetchable *kcpbuild.UnfetchableError
-	if errors.As(err, &unfetchable) {
-		fail(stderr, "image", err)
-		return ExitUnfetchable
-	}
 	if err != nil {
-		return fail(stderr, "image", err)
+		return failBuild(stderr, "image", err)
 	}
 	if fs.json {
 		if err := writeJSON(stdout, res); err != nil {
