@@ -3,36 +3,35 @@ package hammer
 import (
 	"fmt"
 	"sort"
-	"strconv"
 )
 
 // apiVersionCheck is check (a): every wildcard partial item the listers and
-// watchers receive carries kcp.io/original-api-version equal to the served
-// group/version.
+// watchers receive carries kcp.io/original-api-version as the contract says:
+// a custom resource its own apiVersion, a typed object no key (never "").
 type apiVersionCheck struct{ tally }
 
 func newAPIVersionCheck() *apiVersionCheck { return &apiVersionCheck{} }
 
 func (a *apiVersionCheck) Info() CheckInfo {
 	return CheckInfo{ID: "a", Name: CheckAPIVersion,
-		What: "every wildcard partial item carries kcp.io/original-api-version equal to the served group/version"}
+		What: "every wildcard partial item of a custom resource carries kcp.io/original-api-version with its own apiVersion; " +
+			"no typed item carries the key"}
 }
 
-const missingValue = "<missing>"
+// How a sample spells an absent annotation: received, and wanted.
+const (
+	missingValue = "<missing>"
+	noAnnotation = "no such annotation"
+)
 
 func (a *apiVersionCheck) observePartial(s seenPartial) {
 	if s.cluster != "*" || s.worker == mixedWatcherWorker {
 		return
 	}
-	shown := missingValue
-	ok := false
-	if v := s.meta.Annotations.OriginalAPIVersion; v != nil {
-		shown = strconv.Quote(*v)
-		ok = *v == s.res.GroupVersion()
-	}
+	shown, want, ok := s.res.judgeWildcardItem(s.meta.Annotations.OriginalAPIVersion)
 	a.add(shown, ok, func() string {
-		return fmt.Sprintf("%s: %s %s: %s=%s, want %q",
-			s.op, s.res.Resource, describePartial(s.meta), OriginalAPIVersionAnnotation, shown, s.res.GroupVersion())
+		return fmt.Sprintf("%s: %s %s: %s=%s, want %s",
+			s.op, s.res.Resource, describePartial(s.meta), OriginalAPIVersionAnnotation, shown, want)
 	})
 }
 

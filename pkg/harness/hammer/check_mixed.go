@@ -15,10 +15,12 @@ const (
 // mixedWatchCheck is check (d): wildcard and single-cluster partial-metadata
 // watches of the same resource, open at the same time, each get their own
 // answer. The watch cache serializes an event once per encoder identifier and
-// hands the bytes to every watcher with that identifier; when a wildcard and a
-// single-cluster watch share one, whichever encodes first decides what both
-// receive. So every wildcard event must carry kcp.io/original-api-version
-// equal to the served group/version, and no single-cluster event may carry it.
+// hands the bytes to every watcher with that identifier, and wildcard and
+// single-cluster partial-metadata watches share one. On the pristine fork the
+// wildcard watch writes "" into the cached object itself, so single-cluster
+// watchers receive it too. So every wildcard event must carry what check (a)
+// asks (a custom resource its own apiVersion, a typed object no key), and no
+// single-cluster event may carry the key.
 type mixedWatchCheck struct{ tally }
 
 func newMixedWatchCheck() *mixedWatchCheck { return &mixedWatchCheck{} }
@@ -26,7 +28,7 @@ func newMixedWatchCheck() *mixedWatchCheck { return &mixedWatchCheck{} }
 func (m *mixedWatchCheck) Info() CheckInfo {
 	return CheckInfo{ID: "d", Name: CheckMixedWatchers,
 		What: "with --mixed-watchers: wildcard and single-cluster partial-metadata watches of the same resource, " +
-			"open at the same time, each get their own answer (wildcard events carry the served group/version, " +
+			"open at the same time, each get their own answer (wildcard events as check (a) asks, " +
 			"single-cluster events no kcp.io/original-api-version)"}
 }
 
@@ -34,15 +36,15 @@ func (m *mixedWatchCheck) observePartial(s seenPartial) {
 	if s.worker != mixedWatcherWorker {
 		return
 	}
-	shown := missingValue
-	if v := s.meta.Annotations.OriginalAPIVersion; v != nil {
-		shown = strconv.Quote(*v)
+	got := s.meta.Annotations.OriginalAPIVersion
+	scope := mixedSingleCluster
+	shown, want, ok := missingValue, noAnnotation, got == nil
+	if got != nil {
+		shown = strconv.Quote(*got)
 	}
-	scope, want := mixedSingleCluster, "no such annotation"
-	ok := s.meta.Annotations.OriginalAPIVersion == nil
 	if s.cluster == "*" {
-		scope, want = mixedWildcard, strconv.Quote(s.res.GroupVersion())
-		ok = shown == want
+		scope = mixedWildcard
+		shown, want, ok = s.res.judgeWildcardItem(got)
 	}
 	m.add(scope+": "+shown, ok, func() string {
 		return fmt.Sprintf("%s: %s %s: %s=%s, want %s",

@@ -37,9 +37,9 @@ type fakeServer struct {
 	dropWrites bool
 	// noWildcardFull refuses full-object wildcard lists with 403.
 	noWildcardFull bool
-	// mixUpWatches models a watch cache that hands single-cluster partial
-	// watchers the serialization meant for wildcard ones: their events carry
-	// kcp.io/original-api-version.
+	// mixUpWatches models the pristine fork's watch cache as single-cluster
+	// partial watchers see it: a wildcard watch wrote kcp.io/original-api-version
+	// "" into the cached object, and their events carry it too.
 	mixUpWatches bool
 
 	requests atomic.Int64
@@ -80,6 +80,10 @@ func (p fakePath) gv() string {
 	}
 	return p.group + "/" + p.version
 }
+
+// customResource says whether the fork would find an apiVersion of the
+// object's own (a CRD-backed resource) to write into the annotation.
+func (p fakePath) customResource() bool { return Known[p.resource].CustomResource }
 
 func parseFakePath(path string) (fakePath, bool) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
@@ -299,13 +303,15 @@ func (f *fakeServer) matching(p fakePath, selector string) []map[string]any {
 
 // partialOf converts a stored object to a partial item; on a wildcard
 // request it sets the annotation like the fork (pristine: into the stored
-// object's own map, with "") or like the carry (a copy, the served version).
+// object's own map, with "") or like the carry (typed objects: nothing; a
+// custom resource: a copy with its own apiVersion).
 func (f *fakeServer) partialOf(obj map[string]any, p fakePath, metaVersion string) map[string]any {
 	m := metaOf(obj)
 	if p.cluster == "*" {
-		if f.pollute {
+		switch {
+		case f.pollute:
 			m["annotations"].(map[string]any)[OriginalAPIVersionAnnotation] = ""
-		} else {
+		case p.customResource():
 			m = maps.Clone(m)
 			ann := maps.Clone(m["annotations"].(map[string]any))
 			ann[OriginalAPIVersionAnnotation] = p.gv()
@@ -378,7 +384,7 @@ func (f *fakeServer) watch(w http.ResponseWriter, p fakePath, accept string) {
 		if f.mixUpWatches && p.cluster != "*" {
 			m := maps.Clone(partial["metadata"].(map[string]any))
 			ann := maps.Clone(m["annotations"].(map[string]any))
-			ann[OriginalAPIVersionAnnotation] = p.gv()
+			ann[OriginalAPIVersionAnnotation] = ""
 			m["annotations"] = ann
 			partial["metadata"] = m
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -15,6 +16,10 @@ type Resource struct {
 	Resource   string `json:"resource"`
 	Kind       string `json:"kind"`
 	Namespaced bool   `json:"namespaced"`
+	// CustomResource: the server holds the objects as unstructured ones, each
+	// with an apiVersion of its own (a CRD-backed resource; on kcp, its own
+	// APIs). Typed objects have none in the watch cache.
+	CustomResource bool `json:"customResource,omitempty"`
 }
 
 var (
@@ -25,7 +30,7 @@ var (
 	// APIExports is kcp's apis.kcp.io/v1alpha2 apiexports (cluster-scoped, a
 	// CRD-backed resource served as unstructured objects; only on kcp). For
 	// these kcp's wildcard partial-metadata converter sets the annotation.
-	APIExports = Resource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports", Kind: "APIExport"}
+	APIExports = Resource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports", Kind: "APIExport", CustomResource: true}
 )
 
 // Known lists the resources the hammer can seed, by resource name.
@@ -35,14 +40,38 @@ var Known = map[string]Resource{
 	APIExports.Resource:   APIExports,
 }
 
-// GroupVersion is the served group/version, which is what
-// kcp.io/original-api-version must say on a wildcard partial item:
+// GroupVersion is the group/version the hammer serves the resource at:
 // "rbac.authorization.k8s.io/v1" or "v1".
 func (r Resource) GroupVersion() string {
 	if r.Group == "" {
 		return r.Version
 	}
 	return r.Group + "/" + r.Version
+}
+
+// wantOriginalAPIVersion is what kcp.io/original-api-version must be on a
+// wildcard partial item of r: a custom resource's own apiVersion (the hammer
+// seeds them at the version it serves); for a typed object, which has no
+// apiVersion of its own in the cache, no key at all (never "").
+func (r Resource) wantOriginalAPIVersion() (value string, present bool) {
+	if r.CustomResource {
+		return r.GroupVersion(), true
+	}
+	return "", false
+}
+
+// judgeWildcardItem compares the annotation of one wildcard partial item of r
+// (nil: absent) with wantOriginalAPIVersion, and spells both for a sample.
+func (r Resource) judgeWildcardItem(got *string) (shown, want string, ok bool) {
+	value, present := r.wantOriginalAPIVersion()
+	shown, want = missingValue, noAnnotation
+	if present {
+		want = strconv.Quote(value)
+	}
+	if got != nil {
+		shown = strconv.Quote(*got)
+	}
+	return shown, want, (got != nil) == present && (got == nil || *got == value)
 }
 
 // String is the group/version/resource spelling accepted by ParseResource.

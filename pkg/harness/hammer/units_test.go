@@ -60,6 +60,32 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestJudgeWildcardItem is the contract for one wildcard partial item: a
+// custom resource carries its own apiVersion, a typed object no key, and
+// nothing carries "".
+func TestJudgeWildcardItem(t *testing.T) {
+	value := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		res  Resource
+		got  *string
+		want bool
+	}{
+		{ClusterRoles, nil, true},
+		{ClusterRoles, value(""), false},
+		{ClusterRoles, value("rbac.authorization.k8s.io/v1"), false},
+		{ConfigMaps, nil, true},
+		{APIExports, value("apis.kcp.io/v1alpha2"), true},
+		{APIExports, value(""), false},
+		{APIExports, value("apis.kcp.io/v1alpha1"), false},
+		{APIExports, nil, false},
+	} {
+		shown, want, ok := tc.res.judgeWildcardItem(tc.got)
+		if ok != tc.want {
+			t.Errorf("%s with %s (want %s): ok = %v, want %v", tc.res.Resource, shown, want, ok, tc.want)
+		}
+	}
+}
+
 func TestParseResource(t *testing.T) {
 	for in, want := range map[string]Resource{
 		"clusterroles": ClusterRoles, "rbac.authorization.k8s.io/v1/clusterroles": ClusterRoles,
