@@ -9,7 +9,7 @@ import (
 // TestRealKCPPatchedMixedWatchers is check (d) on a kcp built with the carry:
 // wildcard and single-cluster partial-metadata watchers of ClusterRoles and
 // ConfigMaps in root, open at the same time over the same cached events while
-// labels are written, each get their own answer (patch 0003).
+// labels are written, each get their own answer: no event carries the key.
 func TestRealKCPPatchedMixedWatchers(t *testing.T) {
 	bin := kcpBinary(t, "patched")
 	s := startKCP(t, bin, t.TempDir())
@@ -23,7 +23,8 @@ func TestRealKCPPatchedMixedWatchers(t *testing.T) {
 
 // TestRealKCPPristineMixesUpWatchers is its positive control on stock kcp
 // v0.32.3: one wildcard and one single-cluster watcher per meta version and
-// one writer are enough for a watcher to receive the other's serialization.
+// one writer are enough for the single-cluster watcher to receive the ""
+// the wildcard one wrote into the cached object.
 func TestRealKCPPristineMixesUpWatchers(t *testing.T) {
 	bin := kcpBinary(t, "pristine")
 	s := startKCP(t, bin, t.TempDir())

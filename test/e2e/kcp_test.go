@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,7 @@ func TestRealKCPPatched(t *testing.T) {
 
 	rep := runHammer(t, o)
 	expectSurvivedClean(t, s, rep)
+	expectContract(t, rep)
 	t.Logf("patched kcp: %d requests in %s (%.0f req/s), %s", rep.Requests, rep.LoadElapsed, rep.ReqPerSec, checkedCounts(rep))
 
 	// Check (c) just matched every object's label against its last
@@ -259,6 +261,22 @@ func expectSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report) 
 		t.Errorf("no successful LIST through kcp's metadata client: %+v", o)
 	}
 	expectCleanOutput(t, s.Process)
+}
+
+// expectContract asserts what check (a) saw on kcp, beyond its holding: the
+// wildcard partial items of typed objects carried no key, and those of
+// kcp's CRD-backed APIExports their own apiVersion.
+func expectContract(t *testing.T, rep *hammer.Report) {
+	t.Helper()
+	a := rep.Result(hammer.CheckAPIVersion)
+	for _, want := range []string{"<missing>", strconv.Quote(hammer.APIExports.GroupVersion())} {
+		if a.Values[want] == 0 {
+			t.Errorf("check (a) saw no wildcard partial item with %s: %v", want, a.Values)
+		}
+	}
+	if n := a.Values[`""`]; n > 0 {
+		t.Errorf("check (a): %d wildcard partial items carry \"\"", n)
+	}
 }
 
 // expectCleanOutput fails on a DATA RACE or fatal line in kcp's output.
