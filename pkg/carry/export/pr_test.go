@@ -188,7 +188,7 @@ func TestExportEvidence(t *testing.T) {
 		"Result of the live suite (`evidence/duel.json`):\n\n```json\n{\n  \"pristine\": {\n    \"died\": true,",
 		"`benchstat` output (`" + bench + "`, written by `make bench`: ",
 		"```\n" + benchText + "\n```",
-		"The cost is in the benchmarks above.",
+		"The benchmarks above measure it.",
 	} {
 		if !strings.Contains(pr, want) {
 			t.Errorf("PR.md lacks %q:\n%s", want, pr)
