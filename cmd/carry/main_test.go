@@ -178,15 +178,22 @@ func cmdNoglob(ts *testscript.TestScript, neg bool, args []string) {
 
 // mkbase DIR FILE OS/ARCH... writes an OCI image layout whose index.json
 // holds one index with an image per platform, each with the single file FILE
-// (e.g. kcp, or something else for a base that is not kcp's image).
+// (e.g. kcp, or something else for a base that is not kcp's image). The one
+// platform "-" writes a single image whose config names no os/architecture,
+// as `crane append` without a base makes it.
 func cmdMkbase(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 3 {
 		ts.Fatalf("usage: mkbase DIR FILE OS/ARCH...")
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	bare := len(args) == 3 && args[2] == "-"
 	for _, plat := range args[2:] {
-		p, err := v1.ParsePlatform(plat)
-		ts.Check(err)
+		p := &v1.Platform{}
+		var err error
+		if !bare {
+			p, err = v1.ParsePlatform(plat)
+			ts.Check(err)
+		}
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
 		content := []byte("release binary for " + plat)
@@ -203,6 +210,12 @@ func cmdMkbase(ts *testscript.TestScript, neg bool, args []string) {
 		cfg.Config = v1.Config{Entrypoint: []string{"/kcp"}, Cmd: []string{"start"}, User: "65532:65532"}
 		img, err = mutate.ConfigFile(img, cfg)
 		ts.Check(err)
+		if bare {
+			lp, err := layout.Write(ts.MkAbs(args[0]), empty.Index)
+			ts.Check(err)
+			ts.Check(lp.AppendImage(img))
+			return
+		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
 	}
 	lp, err := layout.Write(ts.MkAbs(args[0]), empty.Index)

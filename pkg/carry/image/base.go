@@ -125,7 +125,17 @@ func (b *base) platforms(requested []v1.Platform) ([]platformBase, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--base %s: %w", b.name, err)
 		}
-		available = append(available, platformBase{platform: *cfg.Platform(), image: b.image, digest: b.digest})
+		platform := cfg.Platform()
+		if platform == nil {
+			// A config without os/architecture (crane append without a base
+			// makes one) is for whatever platform the caller names, as crane
+			// and ko take it; with none named there is nothing to build for.
+			if len(requested) != 1 {
+				return nil, fmt.Errorf("--base %s: its config names no os/architecture; pass the one platform it is for with --platform", b.name)
+			}
+			platform = &requested[0]
+		}
+		available = append(available, platformBase{platform: *platform, image: b.image, digest: b.digest})
 	} else {
 		im, err := b.index.IndexManifest()
 		if err != nil {

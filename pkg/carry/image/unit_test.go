@@ -171,3 +171,17 @@ func TestPlatformsNarrowAndName(t *testing.T) {
 		t.Errorf("single-platform base, other platform: %v", err)
 	}
 }
+
+// TestPlatformlessBaseIsTheRequestedPlatform: a single image whose config
+// names no os/architecture is taken as the one platform asked for, as crane
+// and ko do, and refused by name without one.
+func TestPlatformlessBaseIsTheRequestedPlatform(t *testing.T) {
+	bare := &base{name: "oci:bare", image: imageOf(t, tarLayer(t, "kcp=bare"))}
+	got, err := bare.platforms([]v1.Platform{{OS: "linux", Architecture: "amd64"}})
+	if err != nil || platformList(got) != "linux/amd64" {
+		t.Errorf("--platform linux/amd64 = %s, %v; want linux/amd64", platformList(got), err)
+	}
+	if _, err := bare.platforms(nil); err == nil || !strings.Contains(err.Error(), "--base oci:bare: its config names no os/architecture") {
+		t.Errorf("no --platform: %v", err)
+	}
+}
