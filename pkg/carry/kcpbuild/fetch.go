@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/build/constraint"
-	"go/parser"
-	"go/token"
+	"go/build"
 	"io"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 
@@ -221,32 +217,26 @@ func checkStagingModules(ctx context.Context, run runner, dir, kcpDir string, kc
 }
 
 // importedModules returns those of mods that some non-test Go file under dir
-// imports (by import path prefix).
+// imports (by import path prefix). Which files count is what go build would
+// compile for this platform with no extra tags (go/build's file name suffixes
+// and build constraints, so hack/tools.go's //go:build tools does not).
 func importedModules(dir string, mods []string) ([]string, error) {
 	found := map[string]bool{}
-	fset := token.NewFileSet()
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			if name := d.Name(); p != dir && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
+		if !d.IsDir() {
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
+		if name := d.Name(); p != dir && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
 		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly|parser.ParseComments)
+		pkg, err := build.Default.ImportDir(p, 0)
 		if err != nil {
-			return nil // not ours to judge; the go command will report it
+			return nil // no Go files here, or not ours to judge: the go command will report it
 		}
-		if !builtByDefault(f) {
-			return nil // e.g. hack/tools.go (//go:build tools)
-		}
-		for _, imp := range f.Imports {
-			ip := strings.Trim(imp.Path.Value, `"`)
+		for _, ip := range pkg.Imports {
 			for _, mod := range mods {
 				if ip == mod || strings.HasPrefix(ip, mod+"/") {
 					found[mod] = true
@@ -270,27 +260,4 @@ func importedModules(dir string, mods []string) ([]string, error) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-// builtByDefault evaluates a file's //go:build line for a plain build on this
-// platform, with no extra tags.
-func builtByDefault(f *ast.File) bool {
-	for _, group := range f.Comments {
-		if group.Pos() > f.Package {
-			break
-		}
-		for _, c := range group.List {
-			if !constraint.IsGoBuild(c.Text) {
-				continue
-			}
-			expr, err := constraint.Parse(c.Text)
-			if err != nil {
-				return true
-			}
-			return expr.Eval(func(tag string) bool {
-				return tag == runtime.GOOS || tag == runtime.GOARCH || tag == "gc" || strings.HasPrefix(tag, "go1.")
-			})
-		}
-	}
-	return true
 }
