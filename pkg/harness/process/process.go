@@ -1,12 +1,14 @@
 // Package process runs the servers this project tests and measures (the test
 // shard, kcp) as child processes: each in its own process group, killed by the
 // kernel if this process dies, stopped with SIGTERM and then SIGKILL after a
-// grace period, its stderr captured for the fatal runtime errors and race
-// reports ParseFatal finds. It does not import testing: commands use it too.
+// grace period (exec.Cmd's Cancel and WaitDelay), its stderr captured for the
+// fatal runtime errors and race reports ParseFatal finds. It does not import
+// testing: commands use it too.
 package process
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +53,7 @@ type Process struct {
 
 	done    chan struct{} // closed when the child has exited and been reaped
 	exitErr error         // valid after done
+	stop    context.CancelFunc
 
 	mu       sync.Mutex
 	asked    bool // Stop was called before the child exited
@@ -75,7 +78,8 @@ func Start(opts Options) (*Process, error) {
 	if abs, err := filepath.Abs(opts.Path); err == nil {
 		opts.Path = abs
 	}
-	p := &Process{opts: opts, done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	p := &Process{opts: opts, done: make(chan struct{}), stop: stop}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that created the child exits, so the
 	// child is started from a goroutine locked to its OS thread that stays
@@ -85,7 +89,11 @@ func Start(opts Options) (*Process, error) {
 		defer runtime.UnlockOSThread()
 		defer close(p.done)
 
-		cmd := exec.Command(opts.Path, opts.Args...)
+		cmd := exec.CommandContext(ctx, opts.Path, opts.Args...)
+		// Stop cancels ctx: SIGTERM to the whole group, then, after the
+		// grace period, SIGKILL to the child and its stderr pipe closed.
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+		cmd.WaitDelay = opts.Grace
 		cmd.Dir = opts.Dir
 		cmd.Env = opts.Env
 		cmd.Stdout = opts.Stdout
@@ -105,6 +113,9 @@ func Start(opts Options) (*Process, error) {
 		p.pid = cmd.Process.Pid
 		started <- nil
 		p.exitErr = cmd.Wait()
+		if errors.Is(p.exitErr, context.Canceled) {
+			p.exitErr = nil // status 0 after SIGTERM: exec reports the cancellation
+		}
 	}()
 	if err := <-started; err != nil {
 		return nil, err
@@ -120,6 +131,7 @@ func Start(opts Options) (*Process, error) {
 // result.
 func (p *Process) Stop() error {
 	p.stopOnce.Do(func() {
+		defer p.stop()
 		p.mu.Lock()
 		select {
 		case <-p.done:
@@ -130,16 +142,15 @@ func (p *Process) Stop() error {
 		p.mu.Unlock()
 
 		if asked {
-			_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-			select {
-			case <-p.done:
-				if p.exitErr != nil {
-					p.stopErr = &UncleanExitError{Path: p.opts.Path, PID: p.pid, Err: p.exitErr}
-				}
-			case <-time.After(p.opts.Grace):
-				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-				<-p.done
+			askedAt := time.Now()
+			p.stop()
+			<-p.done
+			switch {
+			case p.exitErr == nil:
+			case killed(p.exitErr) && time.Since(askedAt) >= p.opts.Grace:
 				p.stopErr = fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM; killed", p.opts.Path, p.pid, p.opts.Grace)
+			default:
+				p.stopErr = &UncleanExitError{Path: p.opts.Path, PID: p.pid, Err: p.exitErr}
 			}
 		}
 		<-p.done
@@ -147,6 +158,16 @@ func (p *Process) Stop() error {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	})
 	return p.stopErr
+}
+
+// killed says whether err is the exit of a process killed by SIGKILL.
+func killed(err error) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // UncleanExitError is Stop's error when the child exited on SIGTERM with a
