@@ -125,7 +125,7 @@ type scrubber struct {
 	http    *http.Client
 	dynamic *kcpdynamic.ClusterClientset
 	rep     *Report
-	seen    map[types.UID]string // object UID -> resource that reported it first
+	seen    map[types.UID]struct{} // UIDs of the objects scanned so far
 
 	scanned, polluted, scrubbed atomic.Int64
 }
@@ -138,7 +138,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &scrubber{opts: &opts, seen: map[types.UID]string{}}
+	s := &scrubber{opts: &opts, seen: map[types.UID]struct{}{}}
 	var err error
 	if s.base, err = baseConfig(opts.Config); err != nil {
 		return nil, err
@@ -284,7 +284,7 @@ func (s *scrubber) scanResource(ctx context.Context, r Resource) *ResourceReport
 			rr.Aliased++
 			return nil
 		}
-		s.seen[u.GetUID()] = r.String()
+		s.seen[u.GetUID()] = struct{}{}
 		rr.Scanned++
 		s.scanned.Add(1)
 		v, ok := u.GetAnnotations()[Annotation]
