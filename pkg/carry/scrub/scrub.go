@@ -128,6 +128,7 @@ type scrubber struct {
 	seen    map[types.UID]struct{} // UIDs of the objects scanned so far
 
 	scanned, polluted, scrubbed atomic.Int64
+	current                     atomic.Value // the resource being scanned, for the progress line
 }
 
 // Run scans (and with Apply scrubs) and reports. The error is for a run
@@ -275,7 +276,7 @@ func (s *scrubber) eachObject(ctx context.Context, r Resource, fn func(listed st
 // scrubs them.
 func (s *scrubber) scanResource(ctx context.Context, r Resource) *ResourceReport {
 	rr := &ResourceReport{Resource: r}
-	s.progressf("%s: scanning", r)
+	s.current.Store(r.String())
 	var polluted []*ObjectReport
 	rr.err = s.eachObject(ctx, r, func(listed string, u *unstructured.Unstructured) error {
 		if _, dup := s.seen[u.GetUID()]; dup && u.GetUID() != "" {
@@ -400,7 +401,7 @@ func (s *scrubber) progressTicker() (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				s.progressf("%s: %d scanned, %d polluted, %d scrubbed", time.Since(s.rep.Started).Round(time.Second), s.scanned.Load(), s.polluted.Load(), s.scrubbed.Load())
+				s.progressf("%s: %d scanned, %d polluted, %d scrubbed (at %v)", time.Since(s.rep.Started).Round(time.Second), s.scanned.Load(), s.polluted.Load(), s.scrubbed.Load(), s.current.Load())
 			}
 		}
 	}()
