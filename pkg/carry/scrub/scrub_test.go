@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
@@ -198,3 +200,29 @@ func TestBadOptionsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestProgressNamesEachResourceAndTicks(t *testing.T) {
+	s := newFake(carryVersion)
+	// Slow patches, so that the periodic line comes while the apply runs.
+	s.BeforePatch = func(*testapiserver.Object) { time.Sleep(30 * time.Millisecond) }
+	var progress strings.Builder
+	var mu sync.Mutex
+	_, err := run(t, s, func(o *Options) {
+		o.Apply, o.ProgressEvery = true, 10*time.Millisecond
+		o.Progress = writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return progress.Write(p) })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"scrub: configmaps: 4 scanned, 2 polluted, 2 scrubbed, 0 failed", "scanned, 2 polluted,", "(at configmaps)"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
