@@ -46,6 +46,7 @@ func Commands() []Command {
 		{Name: "verify", Summary: "run the carry's tests with the series (must pass, -race) and on the pristine fork (must fail)", Run: runVerify},
 		{Name: "build", Summary: "link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", Run: runBuild},
 		{Name: "image", Summary: "layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", Run: runImage},
+		{Name: "scrub", Summary: "find (dry run) or --apply remove the kcp.io/original-api-version: \"\" a pristine kcp stored, across all logical clusters", Run: runScrub},
 		{Name: "export", Summary: "write the carry as a format-patch series with fork paths plus PR.md for github.com/kcp-dev/kubernetes", Run: runExport},
 	}
 }

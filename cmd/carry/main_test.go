@@ -23,6 +23,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/internal/testapiserver"
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
 )
 
@@ -86,6 +87,7 @@ func TestScripts(t *testing.T) {
 			"zipedit": cmdZipedit,
 			"noglob":  cmdNoglob,
 			"mkbase":  cmdMkbase,
+			"fakekcp": cmdFakekcp,
 		},
 	})
 }
@@ -221,4 +223,33 @@ func cmdMkbase(ts *testscript.TestScript, neg bool, args []string) {
 	lp, err := layout.Write(ts.MkAbs(args[0]), empty.Index)
 	ts.Check(err)
 	ts.Check(lp.AppendIndex(idx))
+}
+
+// fakekcp GITVERSION [forbid-wildcard] [patch=STATUS] starts a fake shard
+// (internal/testapiserver) for the rest of the script, with two ConfigMaps
+// that carry kcp.io/original-api-version "" and one another value, and
+// writes $WORK/kubeconfig (context "shard") for it.
+func cmdFakekcp(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: fakekcp GITVERSION [forbid-wildcard] [patch=STATUS]")
+	}
+	s := testapiserver.New(args[0],
+		&testapiserver.Object{Cluster: "root", Namespace: "default", Name: "a", Annotations: map[string]string{testapiserver.Annotation: ""}},
+		&testapiserver.Object{Cluster: "root", Namespace: "default", Name: "b", Annotations: map[string]string{testapiserver.Annotation: "v1"}},
+		&testapiserver.Object{Cluster: "2xk9", Namespace: "team", Name: "c", Annotations: map[string]string{testapiserver.Annotation: ""}},
+	)
+	ts.Defer(s.Close)
+	for _, a := range args[1:] {
+		switch {
+		case a == "forbid-wildcard":
+			s.ForbidWildcard = true
+		case strings.HasPrefix(a, "patch="):
+			_, err := fmt.Sscan(strings.TrimPrefix(a, "patch="), &s.PatchStatus)
+			ts.Check(err)
+		default:
+			ts.Fatalf("fakekcp: unknown option %q", a)
+		}
+	}
+	_, err := s.WriteKubeconfig(ts.Getenv("WORK"))
+	ts.Check(err)
 }

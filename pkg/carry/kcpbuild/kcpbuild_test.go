@@ -55,6 +55,20 @@ func TestLDFlags(t *testing.T) {
 	}
 }
 
+func TestCarryStampReadsGitVersion(t *testing.T) {
+	v := VersionInfo{KubeVersion: "v1.36.0", KCPDescribe: "v0.32.3-4-gdac74f5955f1", CarryID: "a1b2c3d4e5"}
+	id, describe, ok := CarryStamp(v.GitVersion())
+	if !ok || id != v.CarryID || describe != v.KCPDescribe {
+		t.Errorf("CarryStamp(%q) = %q, %q, %t; want %q, %q, true", v.GitVersion(), id, describe, ok, v.CarryID, v.KCPDescribe)
+	}
+	v.Pristine = true
+	for _, gv := range []string{v.GitVersion(), "v1.36.0+kcp-v0.32.3", "v0.0.0-master+$Format:%H$", ""} {
+		if id, _, ok := CarryStamp(gv); ok {
+			t.Errorf("CarryStamp(%q) = %q, true; want no carry build", gv, id)
+		}
+	}
+}
+
 func TestUnfetchableErrorNamesModuleAndRemedies(t *testing.T) {
 	err := &UnfetchableError{
 		Required:   "github.com/kcp-dev/virtual-workspace-framework",

@@ -40,6 +40,21 @@ func (v VersionInfo) GitVersion() string {
 	return fmt.Sprintf("%s+kcp-%s-carry-%s", v.KubeVersion, v.KCPDescribe, v.CarryID)
 }
 
+// carryStampRE matches what GitVersion stamps into a build with the carry:
+// "<kubernetes version>+kcp-<describe>-carry-<id>", the id a digest of the series.
+var carryStampRE = regexp.MustCompile(`\+kcp-(.+)-carry-([0-9a-z]+)$`)
+
+// CarryStamp reads a server's gitVersion (/version): the carry's id and the kcp
+// describe when GitVersion stamped it into a build with the carry, ok=false for
+// any other build (a kcp release, a pristine build, a test shard).
+func CarryStamp(gitVersion string) (carryID, kcpDescribe string, ok bool) {
+	m := carryStampRE.FindStringSubmatch(gitVersion)
+	if m == nil {
+		return "", "", false
+	}
+	return m[2], m[1], true
+}
+
 // LDFlags returns the -ldflags value kcp's Makefile would use, with the
 // carry-marked gitVersion.
 func (v VersionInfo) LDFlags() (string, error) {
