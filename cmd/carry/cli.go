@@ -31,7 +31,6 @@ const (
 // Command is one subcommand.
 type Command struct {
 	Name    string
-	Aliases []string
 	Summary string
 	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
@@ -42,7 +41,7 @@ func Commands() []Command {
 	return []Command{
 		{Name: "pins", Summary: "check (or --write) go.mod's kcp pin block against kcp's go.mod", Run: runPins},
 		{Name: "overlay", Summary: "build .overlay/ from verified fork zips and staging-patches/, and point go.work at it", Run: runOverlay},
-		{Name: "refresh", Aliases: []string{"diff"}, Summary: "fold edits made in .overlay/<module> back into the carry's patches", Run: runRefresh},
+		{Name: "refresh", Summary: "fold edits made in .overlay/<module> back into the carry's patches", Run: runRefresh},
 		{Name: "verify", Summary: "run the carry's tests with the series (must pass, -race) and on the pristine fork (must fail)", Run: runVerify},
 		{Name: "build", Summary: "link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", Run: runBuild},
 		{Name: "image", Summary: "layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", Run: runImage},
@@ -66,7 +65,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	for _, c := range cmds {
-		if c.Name == args[0] || contains(c.Aliases, args[0]) {
+		if c.Name == args[0] {
 			return c.Run(ctx, args[1:], stdout, stderr)
 		}
 	}
@@ -75,25 +74,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return ExitUsage
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 func usage(w io.Writer, cmds []Command) {
 	fmt.Fprintln(w, "usage: carry <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	for _, c := range cmds {
-		name := c.Name
-		if len(c.Aliases) > 0 {
-			name += " (" + strings.Join(c.Aliases, ", ") + ")"
-		}
-		fmt.Fprintf(w, "  %-18s %s\n", name, c.Summary)
+		fmt.Fprintf(w, "  %-18s %s\n", c.Name, c.Summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run `carry <command> -h` for the command's flags. Exit status: 0 ok, 1 failed, 2 usage error.")
