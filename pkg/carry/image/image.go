@@ -7,14 +7,12 @@
 package image
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -30,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/mod/modfile"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 )
 
@@ -427,14 +426,11 @@ func refName(push name.Reference, b *base, r *Result) string {
 
 // gitRevision is the kcp-carry commit built, or "" outside a git checkout.
 func gitRevision(ctx context.Context, root string) string {
-	cmd := exec.CommandContext(ctx, "git", "rev-parse", "HEAD")
-	cmd.Dir = root
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
+	out, err := gitexec.Repo{Dir: root}.Run(ctx, "rev-parse", "HEAD")
+	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out.String())
+	return strings.TrimSpace(string(out))
 }
 
 // sourceURL is the repository's address, from its module path.

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
@@ -330,12 +330,13 @@ func setup(o *Options) duel.Setup {
 // commit is HEAD's short hash, "+dirty" when tracked files changed; "" when
 // git cannot tell.
 func commit(root string) string {
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	repo := gitexec.Repo{Dir: root}
+	out, err := repo.Run(context.Background(), "rev-parse", "--short=12", "HEAD")
 	if err != nil {
 		return ""
 	}
 	c := strings.TrimSpace(string(out))
-	st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output()
+	st, err := repo.Run(context.Background(), "status", "--porcelain", "--untracked-files=no")
 	if err == nil && len(strings.TrimSpace(string(st))) > 0 {
 		c += "+dirty"
 	}
