@@ -5,20 +5,18 @@
 package soak
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/shardserver"
 )
 
 // Options configure a soak.
@@ -143,26 +141,16 @@ func sample(ctx context.Context, srv *kcpserver.Server) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	metrics, err := shardserver.ParseMetrics(string(body))
 	if err != nil {
-		return Sample{}, fmt.Errorf("parsing /metrics: %w", err)
+		return Sample{}, fmt.Errorf("/metrics: %w", err)
 	}
 	s := Sample{At: time.Now()}
 	for name, dst := range map[string]*float64{"process_resident_memory_bytes": &s.RSSBytes, "go_goroutines": &s.Goroutines} {
-		f, ok := fams[name]
-		if !ok || len(f.GetMetric()) == 0 {
+		if !slices.ContainsFunc(metrics, func(m shardserver.Sample) bool { return m.Name == name }) {
 			return Sample{}, fmt.Errorf("/metrics has no %s", name)
 		}
-		m := f.GetMetric()[0]
-		switch {
-		case m.GetGauge() != nil:
-			*dst = m.GetGauge().GetValue()
-		case m.GetUntyped() != nil:
-			*dst = m.GetUntyped().GetValue()
-		default:
-			return Sample{}, fmt.Errorf("/metrics: %s is not a gauge", name)
-		}
+		*dst = metrics.Sum(name, nil)
 	}
 	return s, nil
 }
