@@ -93,10 +93,13 @@ bench: overlay
 # EVIDENCE_FLAGS passes flags, e.g. EVIDENCE_FLAGS='--note "Shared machine."'.
 # With KCP_SOURCE, it adds the real-kcp section: the duel on bin/kcp-pristine
 # and bin/kcp, and one client's LIST ratio in alternating rounds
-# (bin/evidence --help: --kcp-objects, --kcp-workspaces, --kcp-annotations).
+# (bin/evidence --help: --kcp-objects, --kcp-workspaces, --kcp-annotations),
+# and the sharded section (make sharded's servers: stock time to death and
+# carried LISTs/s per shard, the front-proxy's answers; --sharded-only
+# measures it alone).
 EVIDENCE_FLAGS ?=
-EVIDENCE_KCP_FLAGS = $(if $(KCP_SOURCE),--kcp-patched bin/kcp --kcp-pristine bin/kcp-pristine)
-evidence: overlay $(if $(KCP_SOURCE),kcp)
+EVIDENCE_KCP_FLAGS = $(if $(KCP_SOURCE),--kcp-patched bin/kcp --kcp-pristine bin/kcp-pristine --sharded-bin bin)
+evidence: overlay $(if $(KCP_SOURCE),kcp sharded)
 	$(GO) build -o bin/evidence ./cmd/evidence
 	bin/evidence $(EVIDENCE_KCP_FLAGS) $(EVIDENCE_FLAGS)
 

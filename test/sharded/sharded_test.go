@@ -150,61 +150,26 @@ func expectLoopbackOnly(t *testing.T, topo *shardedkcp.Topology) {
 	}
 }
 
-// placed is the topology's workspaces: per shard its logical clusters (root
-// first on shard 0).
-type placed [][]string
-
-func placeWorkspaces(t *testing.T, topo *shardedkcp.Topology) placed {
+func placeWorkspaces(t *testing.T, topo *shardedkcp.Topology) shardedkcp.Placement {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	out := make(placed, len(topo.Shards))
-	for i := range topo.Shards {
-		clusters, err := topo.PlaceWorkspaces(ctx, i, shardWorkspaces[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			clusters = append([]string{"root"}, clusters...)
-		}
-		out[i] = clusters
+	ws, err := topo.PlaceAll(ctx, shardWorkspaces)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return ws
 }
 
-func (p placed) workspaces() []shardedkcp.Workspace {
-	var out []shardedkcp.Workspace
-	for i, clusters := range p {
-		for _, c := range clusters {
-			out = append(out, shardedkcp.Workspace{Shard: i, Cluster: c})
-		}
-	}
-	return out
-}
-
-// shardLoad is the seed load (test/e2e's): 8 listers, 2 wildcard watchers,
-// one group of mixed watchers (check (d)) and 4 writers over 50 ClusterRoles,
-// ConfigMaps and APIExports (a custom resource) in each of clusters.
 func shardLoad(t *testing.T, clusters []string) hammer.Options {
-	o := hammer.DefaultOptions()
-	o.Resources = []hammer.Resource{hammer.ClusterRoles, hammer.ConfigMaps, hammer.APIExports}
-	o.Clusters = clusters
-	o.Objects = suiteObjects
-	o.Listers, o.Watchers, o.Writers, o.MixedWatchers = 8, 2, 4, 1
-	o.Duration = loadDuration(t)
+	o := shardedkcp.SeedLoad(clusters, loadDuration(t))
 	o.Logf = t.Logf
 	return o
 }
 
-// cacheLoad is the wildcard partial-metadata load on the cache server: 2
-// listers and a watcher over the APIExports the shards replicated there.
 func cacheLoad(t *testing.T, clusters []string) *hammer.Options {
-	o := hammer.DefaultOptions()
-	o.Objects = suiteObjects
-	o.Listers, o.Watchers = 2, 1
-	o.Duration = loadDuration(t)
+	o := shardedkcp.CacheListers(clusters, loadDuration(t))
 	o.Logf = t.Logf
-	o = shardedkcp.CacheLoad(o, clusters)
 	return &o
 }
 
@@ -272,13 +237,10 @@ func TestShardedKCPPatched(t *testing.T) {
 	expectLoopbackOnly(t, topo)
 	ws := placeWorkspaces(t, topo)
 
-	plan := shardedkcp.Plan{Shards: map[int]hammer.Options{}, Probe: ws.workspaces()}
-	var all []string
+	plan := shardedkcp.Plan{Shards: map[int]hammer.Options{}, Probe: ws.Workspaces(), Cache: cacheLoad(t, ws.All())}
 	for i, clusters := range ws {
 		plan.Shards[i] = shardLoad(t, clusters)
-		all = append(all, clusters...)
 	}
-	plan.Cache = cacheLoad(t, all)
 	out := runPlan(t, topo, plan)
 
 	for i, rep := range out.Shards {
@@ -340,7 +302,7 @@ func TestShardedKCPPristine(t *testing.T) {
 	out := runPlan(t, topo, shardedkcp.Plan{
 		Shards: map[int]hammer.Options{1: load},
 		Cache:  cacheLoad(t, ws[0]),
-		Probe:  ws.workspaces(),
+		Probe:  ws.Workspaces(),
 		Linger: linger,
 	})
 
@@ -430,7 +392,7 @@ var gvrs = []schema.GroupVersionResource{
 // expectNoAnnotationThroughFrontProxy LISTs every seeded object through the
 // front-proxy, from the watch cache (resourceVersion 0) and from etcd
 // (resourceVersion ""), as full objects: none may carry the annotation.
-func expectNoAnnotationThroughFrontProxy(t *testing.T, topo *shardedkcp.Topology, ws placed) {
+func expectNoAnnotationThroughFrontProxy(t *testing.T, topo *shardedkcp.Topology, ws shardedkcp.Placement) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -151,3 +151,26 @@ func ListsPerSecond(rep *hammer.Report) float64 {
 	}
 	return float64(rep.Timeline.Lists()) / rep.LoadElapsed.Seconds()
 }
+
+// SeedLoad is the seed load on one shard (test/e2e's, plus check (d)): 8
+// listers, 2 wildcard watchers, one group of mixed watchers and 4 writers
+// over 50 ClusterRoles, ConfigMaps and APIExports (a custom resource) in each
+// of clusters, bounded by d.
+func SeedLoad(clusters []string, d time.Duration) hammer.Options {
+	o := hammer.DefaultOptions()
+	o.Resources = []hammer.Resource{hammer.ClusterRoles, hammer.ConfigMaps, hammer.APIExports}
+	o.Clusters = clusters
+	o.Objects = 50
+	o.Listers, o.Watchers, o.Writers, o.MixedWatchers = 8, 2, 4, 1
+	o.Duration = d
+	return o
+}
+
+// CacheListers is CacheLoad with 2 listers and a watcher, bounded by d.
+func CacheListers(clusters []string, d time.Duration) hammer.Options {
+	o := hammer.DefaultOptions()
+	o.Objects = 50
+	o.Listers, o.Watchers = 2, 1
+	o.Duration = d
+	return CacheLoad(o, clusters)
+}

@@ -78,3 +78,47 @@ func (t *Topology) servedBy(ctx context.Context, i int, cluster string) error {
 	}
 	return nil
 }
+
+// Placement is the logical clusters of each shard's workspaces, root first
+// on shard 0.
+type Placement [][]string
+
+// PlaceAll places names[i] on shard i (PlaceWorkspaces) and adds root to
+// shard 0's clusters.
+func (t *Topology) PlaceAll(ctx context.Context, names [][]string) (Placement, error) {
+	if len(names) != len(t.Shards) {
+		return nil, fmt.Errorf("workspaces for %d shards, the topology has %d", len(names), len(t.Shards))
+	}
+	out := make(Placement, len(names))
+	for i := range names {
+		clusters, err := t.PlaceWorkspaces(ctx, i, names[i])
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			clusters = append([]string{"root"}, clusters...)
+		}
+		out[i] = clusters
+	}
+	return out, nil
+}
+
+// Workspaces lists every logical cluster with its shard.
+func (p Placement) Workspaces() []Workspace {
+	var out []Workspace
+	for i, clusters := range p {
+		for _, c := range clusters {
+			out = append(out, Workspace{Shard: i, Cluster: c})
+		}
+	}
+	return out
+}
+
+// All is every logical cluster, shard by shard.
+func (p Placement) All() []string {
+	var out []string
+	for _, clusters := range p {
+		out = append(out, clusters...)
+	}
+	return out
+}
