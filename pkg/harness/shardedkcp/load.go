@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
 // CachePrefix is where kcp's clients reach the cache server's data for every
@@ -166,11 +167,27 @@ func SeedLoad(clusters []string, d time.Duration) hammer.Options {
 	return o
 }
 
-// CacheListers is CacheLoad with 2 listers and a watcher, bounded by d.
+// CacheListers is CacheLoad with 2 listers (meta.k8s.io v1 from the watch
+// cache, v1beta1 from etcd) and a watcher, bounded by d. kcp's own metadata
+// client is left out: it picks PartialObjectMetadata or ...List from the
+// path after /clusters/<name> only (kcp pkg/metadata/dynamic.go,
+// partialType), so under /services/cache/shards/* it asks for a LIST's
+// answer as PartialObjectMetadata, which the cache server refuses with a
+// 4xx ("you requested PartialObjectMetadata, but the requested object is a
+// list").
 func CacheListers(clusters []string, d time.Duration) hammer.Options {
 	o := hammer.DefaultOptions()
 	o.Objects = 50
 	o.Listers, o.Watchers = 2, 1
+	o.ListerShapes = []requestshape.Shape{mustShape("v1:0"), mustShape("v1beta1:")}
 	o.Duration = d
 	return CacheLoad(o, clusters)
+}
+
+func mustShape(name string) requestshape.Shape {
+	s, err := hammer.ParseListerShape(name)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

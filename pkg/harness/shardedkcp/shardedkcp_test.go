@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -78,4 +80,17 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return c
+}
+
+func TestCacheListersValid(t *testing.T) {
+	o := CacheListers([]string{"root"}, time.Second)
+	o.Config = &rest.Config{Host: "https://127.0.0.1:1" + CachePrefix}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range o.ListerShapes {
+		if s.KCPMetadataClient {
+			t.Errorf("the cache server's listers include kcp's metadata client (%s)", s.Name())
+		}
+	}
 }
