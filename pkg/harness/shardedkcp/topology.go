@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -226,19 +227,34 @@ func (t *Topology) Components() []*Component {
 	return out
 }
 
-// Stop stops every server, the front-proxy first, and returns the errors of
-// those that did not stop cleanly when asked (one that had died is no error
-// here: see Died).
+// Stop stops every server and returns the errors of those that did not
+// stop cleanly when asked (one that had died is no error here: see Died).
+// The front-proxy goes first, so no request reaches a stopping shard through
+// it; the others stop at once, so one slow to stop (each gets
+// process.DefaultGrace after SIGTERM) does not hold up the rest.
 func (t *Topology) Stop() error {
-	cs := t.Components()
-	var errs []error
-	for i := len(cs) - 1; i >= 0; i-- {
-		c := cs[i]
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	stop := func(c *Component) {
 		if err := c.Stop(); err != nil && !c.Died() {
+			mu.Lock()
 			errs = append(errs, fmt.Errorf("%s: %w", c.Name, err))
+			mu.Unlock()
 		}
 		c.log.Close()
 	}
+	if t.FrontProxy != nil {
+		stop(t.FrontProxy)
+	}
+	var wg sync.WaitGroup
+	for _, c := range t.Components() {
+		if c != t.FrontProxy {
+			wg.Go(func() { stop(c) })
+		}
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
