@@ -33,8 +33,9 @@ const (
 	// seeds in each of its logical clusters.
 	suiteObjects = 50
 	// pristineDeathBound is the least bound of the load that must kill the
-	// stock shard (test/e2e's bound for one kcp on a busy machine).
-	pristineDeathBound = 90 * time.Second
+	// stock shard. test/e2e's 90 s for one kcp was outlived here once in
+	// three runs (bin/evidence, a quiet machine, 41 LISTs/s), so twice that.
+	pristineDeathBound = 3 * time.Minute
 	// deathGrace is how long a shard the hammer saw die may take to exit.
 	deathGrace = 30 * time.Second
 	// linger keeps the front-proxy probes going after the stock load, so

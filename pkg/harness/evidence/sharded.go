@@ -50,7 +50,7 @@ type ShardedOptions struct {
 func DefaultShardedOptions(binDir string) ShardedOptions {
 	return ShardedOptions{
 		Patched: shardedkcp.BinariesIn(binDir, ""), Pristine: shardedkcp.BinariesIn(binDir, "-pristine"),
-		Duration: 20 * time.Second, StockBound: 90 * time.Second, Env: []string{"GOMAXPROCS=8"},
+		Duration: 20 * time.Second, StockBound: 3 * time.Minute, Env: []string{"GOMAXPROCS=8"},
 	}
 }
 
