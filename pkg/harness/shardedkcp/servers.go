@@ -30,6 +30,20 @@ func (t *Topology) mkdir(name string) (string, error) {
 	return dir, nil
 }
 
+// serverFiles makes a server's root directory with its serving certificate,
+// and a system:masters client certificate for user, what a shard and a
+// virtual-workspaces server present to the servers they call.
+func (t *Topology) serverFiles(name, user string) (dir string, serving, client certPair, err error) {
+	if dir, err = t.mkdir(name); err != nil {
+		return
+	}
+	if serving, err = t.pki.serverCert(dir); err != nil {
+		return
+	}
+	client, err = t.pki.clientCert(t.pki.clientCA, user, groupMasters)
+	return
+}
+
 func (t *Topology) cacheClient() kubeconfig {
 	return kubeconfig{Name: "cache", Server: loopback(t.ports.cache), CA: t.pki.ServingCAFile,
 		Client: certPair{Cert: filepath.Join(t.pki.dir, "cache-client.crt"), Key: filepath.Join(t.pki.dir, "cache-client.key")}}
@@ -79,15 +93,7 @@ func (t *Topology) startShard(ctx context.Context, i int) error {
 		}
 	}
 	name := fmt.Sprintf("shard-%d", i)
-	dir, err := t.mkdir(name)
-	if err != nil {
-		return err
-	}
-	serving, err := t.pki.serverCert(dir)
-	if err != nil {
-		return err
-	}
-	shardClient, err := t.pki.clientCert(t.pki.clientCA, "kcp-shard-"+strconv.Itoa(i), groupMasters)
+	dir, serving, shardClient, err := t.serverFiles(name, "kcp-shard-"+strconv.Itoa(i))
 	if err != nil {
 		return err
 	}
@@ -157,15 +163,7 @@ func (t *Topology) writeLogicalClusterAdminKubeconfigs() error {
 // (sharded-test-server's virtual.go, without its audit log).
 func (t *Topology) startVirtualWorkspaces(ctx context.Context, i int) error {
 	name := fmt.Sprintf("vw-%d", i)
-	dir, err := t.mkdir(name)
-	if err != nil {
-		return err
-	}
-	serving, err := t.pki.serverCert(dir)
-	if err != nil {
-		return err
-	}
-	client, err := t.pki.clientCert(t.pki.clientCA, "kcp-vw-"+strconv.Itoa(i), groupMasters)
+	dir, serving, client, err := t.serverFiles(name, "kcp-vw-"+strconv.Itoa(i))
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,6 +19,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
 )
 
@@ -174,7 +172,7 @@ func Start(ctx context.Context, opts Options) (t *Topology, err error) {
 
 func choosePorts(shards int) (ports, error) {
 	n := 4 + 4*shards
-	free, err := freePorts(n)
+	free, err := kcpserver.FreePorts(n)
 	if err != nil {
 		return ports{}, err
 	}
@@ -187,27 +185,6 @@ func choosePorts(shards int) (ports, error) {
 		p.virtualWorkspaces = append(p.virtualWorkspaces, next())
 	}
 	return p, nil
-}
-
-// freePorts reserves n distinct loopback ports and releases them for the
-// servers to bind.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("reserving a loopback port: %w", err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 func loopback(port int) string { return fmt.Sprintf("https://127.0.0.1:%d", port) }
@@ -296,7 +273,7 @@ func (t *Topology) startComponent(ctx context.Context, name, dir, binary string,
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c := &Component{Process: p, Name: name, Dir: dir, URL: loopback(port), log: log}
-	if err := c.waitReady(ctx, t.opts.ReadyTimeout, cfg); err != nil {
+	if _, err := kcpserver.WaitReady(ctx, p, t.opts.ReadyTimeout, cfg); err != nil {
 		_ = p.Stop()
 		log.Close()
 		msg := fmt.Sprintf("%s (%s): %v", name, binary, err)
@@ -310,54 +287,3 @@ func (t *Topology) startComponent(ctx context.Context, name, dir, binary string,
 	return c, nil
 }
 
-func (c *Component) waitReady(ctx context.Context, timeout time.Duration, cfg func() (*rest.Config, error)) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		select {
-		case <-c.Done():
-			return fmt.Errorf("exited before it was ready: %v", c.ExitError())
-		case <-deadline.C:
-			return fmt.Errorf("not ready after %s: %v", timeout, last)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for /readyz: %w", ctx.Err())
-		case <-tick.C:
-		}
-		rc, err := cfg()
-		if err != nil {
-			last = err
-			continue
-		}
-		last = Readyz(ctx, rc)
-		if last == nil {
-			return nil
-		}
-	}
-}
-
-// Readyz GETs /readyz of cfg's host and wants 200.
-func Readyz(ctx context.Context, cfg *rest.Config) error {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/readyz: %s", resp.Status)
-	}
-	return nil
-}
