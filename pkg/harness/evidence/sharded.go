@@ -2,14 +2,17 @@ package evidence
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +92,19 @@ type ShardedShard struct {
 	Fatal          string        `json:"fatal,omitempty"`
 	LoadElapsed    time.Duration `json:"loadElapsedNanos"`
 	ListsPerSecond float64       `json:"listsPerSecond"`
-	Verdict        string        `json:"verdict"`
+	Server5xx      int64         `json:"server5xx"`
+	// Checks are the hammer's checks that ran: id, name, checked, violations.
+	Checks  []ShardedCheck `json:"checks,omitempty"`
+	Verdict string         `json:"verdict"`
+}
+
+// ShardedCheck is one hammer check's result on a server.
+type ShardedCheck struct {
+	ID         string           `json:"id"`
+	Name       string           `json:"name"`
+	Checked    int64            `json:"checked"`
+	Violations int64            `json:"violations"`
+	Values     map[string]int64 `json:"values,omitempty"`
 }
 
 // RunSharded starts the carried topology, loads both shards and the cache
@@ -195,7 +210,12 @@ func shardOutcome(name string, rep *hammer.Report, c *shardedkcp.Component) Shar
 		return s
 	}
 	s.Loaded, s.Verdict = true, rep.Verdict
-	s.LoadElapsed, s.ListsPerSecond = rep.LoadElapsed, shardedkcp.ListsPerSecond(rep)
+	s.LoadElapsed, s.ListsPerSecond, s.Server5xx = rep.LoadElapsed, shardedkcp.ListsPerSecond(rep), rep.Server5xx()
+	for _, c := range rep.Checks {
+		if c.Ran {
+			s.Checks = append(s.Checks, ShardedCheck{ID: c.ID, Name: c.Name, Checked: c.Checked, Violations: c.Violations, Values: c.Values})
+		}
+	}
 	if rep.Death.Died {
 		s.Died, s.TimeToDeath = true, rep.TimeToDeath
 	}
@@ -332,7 +352,7 @@ func ShardedMarkdown(s *Sharded) string {
 	fmt.Fprintf(&b, "Load per loaded shard: %d listers, %d watchers, %d writers; carried: both shards at once for %s; stock: shard 1 only. Run %s, %s of wall time, load average %s.\n\n",
 		len(s.Load.Listers), s.Load.Watchers, s.Load.Writers, s.Load.Bound, s.Started.UTC().Format("2006-01-02 15:04 MST"), duel.Seconds(s.Elapsed), strings.Join(s.LoadAvg, " → "))
 	b.WriteString("![The front-proxy's answers for each shard's workspaces during the stock run](" + ShardedChartFile + ")\n\n")
-	b.WriteString("| server | stock: time to death | carried: LIST/s | carried: verdict |\n|---|---|---|---|\n")
+	b.WriteString("| server | stock: time to death | carried: LIST/s | carried: 5xx | carried: checks (violations of checked) | carried: verdict |\n|---|---|---|---|---|---|\n")
 	for i := range s.Carried.Shards {
 		c := s.Carried.Shards[i]
 		stock := "not loaded, alive"
@@ -347,9 +367,11 @@ func ShardedMarkdown(s *Sharded) string {
 				stock = "alive after " + duel.Seconds(st.LoadElapsed)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s |\n", c.Name, stock, c.ListsPerSecond, c.Verdict)
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %d | %s | %s |\n", c.Name, stock, c.ListsPerSecond, c.Server5xx, checksCell(c.Checks), c.Verdict)
 	}
-	fmt.Fprintf(&b, "| cache-server | stock: %s, %.0f LIST/s | %.0f | %s |\n\n", aliveWord(s.Stock.Cache), s.Stock.Cache.ListsPerSecond, s.Carried.Cache.ListsPerSecond, s.Carried.Cache.Verdict)
+	cc := s.Carried.Cache
+	fmt.Fprintf(&b, "| cache-server | %s (stock; %.0f LIST/s) | %.0f | %d | %s | %s |\n\n", aliveWord(s.Stock.Cache), s.Stock.Cache.ListsPerSecond, cc.ListsPerSecond, cc.Server5xx, checksCell(cc.Checks), cc.Verdict)
+	b.WriteString("A check's values are what `kcp.io/original-api-version` said on the items it judged; `<missing>` is no key.\n\n")
 	b.WriteString("The front-proxy's answers (200 of all probes) per workspace's logical cluster:\n\n| logical cluster | shard | carried | stock |\n|---|---|---|---|\n")
 	for i, c := range s.Carried.Probes {
 		stock := "-"
@@ -363,6 +385,28 @@ func ShardedMarkdown(s *Sharded) string {
 		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s |\n", c.Cluster, shardedkcp.ShardName(c.Shard), c.OK, c.OK+c.Failed, stock)
 	}
 	return b.String()
+}
+
+// checksCell is "a 12/74776 (<missing>×55441, \"apis.kcp.io/v1alpha2\"×19335), b 0/1632".
+func checksCell(cs []ShardedCheck) string {
+	var parts []string
+	for _, c := range cs {
+		part := fmt.Sprintf("%s %d/%d", c.ID, c.Violations, c.Checked)
+		if len(c.Values) > 0 {
+			var vs []string
+			keys := slices.Collect(maps.Keys(c.Values))
+			slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(c.Values[b], c.Values[a]), cmp.Compare(a, b)) })
+			for _, v := range keys {
+				vs = append(vs, fmt.Sprintf("`%s`×%d", v, c.Values[v]))
+			}
+			part += " (" + strings.Join(vs, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
 }
 
 func aliveWord(s ShardedShard) string {

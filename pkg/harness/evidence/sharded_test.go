@@ -15,7 +15,8 @@ func stockSharded() *Sharded {
 	sec := func(ok, failed int) shardedkcp.ProbeSecond { return shardedkcp.ProbeSecond{OK: ok, Failed: failed} }
 	return &Sharded{
 		Carried: ShardedRun{
-			Shards: []ShardedShard{{Name: "shard root", Loaded: true, ListsPerSecond: 40, Verdict: "clean"}, {Name: "shard shard-1", Loaded: true, ListsPerSecond: 38, Verdict: "clean"}},
+			Shards: []ShardedShard{{Name: "shard root", Loaded: true, ListsPerSecond: 40, Verdict: "clean"}, {Name: "shard shard-1", Loaded: true, ListsPerSecond: 38, Verdict: "clean",
+				Checks: []ShardedCheck{{ID: "a", Checked: 30, Values: map[string]int64{`<missing>`: 20, `"apis.kcp.io/v1alpha2"`: 10}}, {ID: "b", Checked: 300}}}},
 			Cache:  ShardedShard{Name: "cache-server", Loaded: true, ListsPerSecond: 9, Verdict: "clean"},
 			Probes: []shardedkcp.ProbeResult{{Workspace: shardedkcp.Workspace{Shard: 0, Cluster: "root"}, OK: 8}, {Workspace: shardedkcp.Workspace{Shard: 1, Cluster: "c1"}, OK: 8}},
 		},
@@ -70,7 +71,8 @@ func TestAnswerRate(t *testing.T) {
 
 func TestShardedMarkdown(t *testing.T) {
 	md := ShardedMarkdown(stockSharded())
-	for _, want := range []string{"| shard shard-1 | 3.0 s (concurrent map writes) | 38 | clean |", "| shard root | not loaded, alive | 40 | clean |", "502 Bad Gateway", ShardedChartFile} {
+	for _, want := range []string{"| shard shard-1 | 3.0 s (concurrent map writes) | 38 | 0 | a 0/30 (`<missing>`×20, `\"apis.kcp.io/v1alpha2\"`×10); b 0/300 | clean |",
+		"| shard root | not loaded, alive | 40 | 0 | - | clean |", "502 Bad Gateway", ShardedChartFile} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the section lacks %q:\n%s", want, md)
 		}

@@ -286,4 +286,3 @@ func (t *Topology) startComponent(ctx context.Context, name, dir, binary string,
 	t.opts.Progress("%s ready on %s after %s (pid %d)", name, c.URL, c.StartedIn.Round(time.Millisecond), p.PID())
 	return c, nil
 }
-
