@@ -8,7 +8,7 @@ CARRY := bin/carry
 # see; a cached pass would prove nothing about this machine or this build.
 GO_TEST_FLAGS ?= -timeout 40m -count=1
 
-.PHONY: all carry overlay build kcp image verify test pins bench evidence soak clean
+.PHONY: all carry overlay build kcp sharded image verify test test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -43,6 +43,24 @@ kcp: overlay
 	$(CARRY) build || { rc=$$?; [ $$rc -eq 3 ] && echo "make: skipping bin/kcp (see above)"; [ $$rc -eq 3 ]; }
 endif
 
+# kcp's sharded servers from KCP_SOURCE, with the carry (bin/kcp,
+# bin/kcp-front-proxy, bin/cache-server, bin/virtual-workspaces) and stock
+# (the same with -pristine): what `make test-sharded` runs.
+SHARDED_CMDS := --cmd cmd/kcp --cmd cmd/kcp-front-proxy --cmd cmd/cache-server --cmd cmd/virtual-workspaces
+sharded: overlay
+	@test -n "$(KCP_SOURCE)" || { echo "make sharded: set KCP_SOURCE=<kcp source tree> (e.g. ../shared/kcp/kcp-v0.32.3.tar.gz, extracted)" >&2; exit 1; }
+	@test -d "$(KCP_SOURCE)" || { echo "make: KCP_SOURCE=$(KCP_SOURCE) is not a directory" >&2; exit 1; }
+	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS)
+	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS) --pristine
+
+# The carry in kcp's sharded topology (test/sharded): two shards, the cache
+# server, a virtual-workspaces server per shard and the front-proxy, carried
+# and stock. SHARDED_REDUCED=1 is CI's reduced form: the carried topology
+# only, with a 10 s load.
+SHARDED_REDUCED ?=
+test-sharded: sharded
+	KCP_CARRY_SHARDED_REDUCED=$(SHARDED_REDUCED) $(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
+
 # kcp's release image with the carry's binaries (cross-compiled per platform,
 # no Docker daemon). BASE (default ghcr.io/kcp-dev/kcp:<kcp version>, or
 # oci:DIR), PLATFORMS (e.g. linux/amd64,linux/arm64; default all of the
@@ -75,10 +93,13 @@ bench: overlay
 # EVIDENCE_FLAGS passes flags, e.g. EVIDENCE_FLAGS='--note "Shared machine."'.
 # With KCP_SOURCE, it adds the real-kcp section: the duel on bin/kcp-pristine
 # and bin/kcp, and one client's LIST ratio in alternating rounds
-# (bin/evidence --help: --kcp-objects, --kcp-workspaces, --kcp-annotations).
+# (bin/evidence --help: --kcp-objects, --kcp-workspaces, --kcp-annotations),
+# and the sharded section (make sharded's servers: stock time to death and
+# carried LISTs/s per shard, the front-proxy's answers; --sharded-only
+# measures it alone).
 EVIDENCE_FLAGS ?=
-EVIDENCE_KCP_FLAGS = $(if $(KCP_SOURCE),--kcp-patched bin/kcp --kcp-pristine bin/kcp-pristine)
-evidence: overlay $(if $(KCP_SOURCE),kcp)
+EVIDENCE_KCP_FLAGS = $(if $(KCP_SOURCE),--kcp-patched bin/kcp --kcp-pristine bin/kcp-pristine --sharded-bin bin)
+evidence: overlay $(if $(KCP_SOURCE),kcp sharded)
 	$(GO) build -o bin/evidence ./cmd/evidence
 	bin/evidence $(EVIDENCE_KCP_FLAGS) $(EVIDENCE_FLAGS)
 
@@ -97,7 +118,7 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # load the 2 cores was seen to leave its workspaces Initializing.
 test: overlay $(if $(KCP_SOURCE),kcp)
 	$(GO) vet ./...
-	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP' ./...
+	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP|^TestSharded' ./...
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' ./test/e2e/
 
 clean:

@@ -68,6 +68,9 @@ func run() int {
 		o.HammerLogf = logf
 	}
 	start := time.Now()
+	if cli.ShardedOnly {
+		return runShardedOnly(ctx, cli, logf, start)
+	}
 	rep, err := evidence.Run(ctx, o)
 	if err == nil && cli.KCP != nil {
 		k := *cli.KCP
@@ -77,9 +80,21 @@ func run() int {
 			err = rep.Check()
 		}
 	}
+	var sharded *evidence.Sharded
+	if err == nil && cli.Sharded != nil {
+		so := *cli.Sharded
+		so.Logf = logf
+		sharded, err = evidence.RunSharded(ctx, so)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
 		return 1
+	}
+	if sharded != nil {
+		if err := evidence.WriteSharded(cli.Out, sharded); err != nil {
+			fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+			return 1
+		}
 	}
 	if err := evidence.Write(cli.Out, rep); err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
@@ -89,6 +104,38 @@ func run() int {
 	for _, n := range rep.Notes {
 		fmt.Printf("evidence: note: %s\n", n)
 	}
+	return 0
+}
+
+// runShardedOnly measures the sharded section alone, writes it, and renders
+// the README again from the duel.json already in the output directory.
+func runShardedOnly(ctx context.Context, cli *commandLine, logf func(string, ...any), start time.Time) int {
+	so := *cli.Sharded
+	so.Logf = logf
+	sharded, err := evidence.RunSharded(ctx, so)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
+		return 1
+	}
+	if err := os.MkdirAll(cli.Out, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: %v\n", err)
+		return 1
+	}
+	if err := evidence.WriteSharded(cli.Out, sharded); err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+		return 1
+	}
+	fmt.Printf("evidence: %s and %s in %s (%s)\n", evidence.ShardedFile, evidence.ShardedChartFile, cli.Out, time.Since(start).Round(time.Second))
+	rep, err := duel.Read(filepath.Join(cli.Out, evidence.DuelFile))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", evidence.ReadmeFile, err)
+		return 0
+	}
+	if err := evidence.Write(cli.Out, rep); err != nil {
+		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+		return 1
+	}
+	fmt.Printf("evidence: %s rendered again with the sharded section\n", evidence.ReadmeFile)
 	return 0
 }
 

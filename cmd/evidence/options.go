@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
@@ -24,6 +25,10 @@ type commandLine struct {
 	// KCP, when --kcp-patched and --kcp-pristine are given, adds the
 	// measurements on real kcp.
 	KCP *evidence.KCPOptions
+	// Sharded, with --sharded-bin, adds the measurement in kcp's sharded
+	// topology; ShardedOnly runs that alone.
+	Sharded     *evidence.ShardedOptions
+	ShardedOnly bool
 }
 
 const usageHead = `Usage: evidence [flags]
@@ -80,6 +85,11 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 	fs.IntVar(&k.Ratio.Rounds, "kcp-rounds", k.Ratio.Rounds, "real kcp, single client: rounds, alternating which kcp goes first")
 	fs.DurationVar(&k.Ratio.Duration, "kcp-duration", k.Ratio.Duration, "real kcp, single client: bound of each run (partial and full LISTs each)")
 	kcpLister := fs.String("kcp-lister", k.Ratio.Lister.Name(), "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
+	shardedBin := fs.String("sharded-bin", "", "sharded kcp: the directory of `make sharded`'s servers (kcp, kcp-front-proxy, cache-server, virtual-workspaces, and each -pristine); adds the sharded section")
+	sharded := evidence.DefaultShardedOptions("")
+	fs.DurationVar(&sharded.Duration, "sharded-duration", sharded.Duration, "sharded kcp: bound of the carried load on each shard and the cache server")
+	fs.DurationVar(&sharded.StockBound, "sharded-stock-bound", sharded.StockBound, "sharded kcp: bound of the stock load on shard 1 (it should die long before)")
+	fs.BoolVar(&cli.ShardedOnly, "sharded-only", false, "measure only the sharded section (needs --sharded-bin); the README is rendered again from DIR/duel.json")
 	fs.BoolVar(&cli.Verbose, "v", false, "log the hammer's phases")
 	fs.BoolVar(&cli.RenderOnly, "render-only", false, "measure nothing: render the chart and README.md again from DIR/duel.json (e.g. to quote a new benchstat.txt)")
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +119,19 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 			errs = append(errs, err)
 		}
 		cli.KCP = &k
+	}
+	if *shardedBin != "" {
+		d := evidence.DefaultShardedOptions(*shardedBin)
+		sharded.Patched, sharded.Pristine = d.Patched, d.Pristine
+		if sharded.Duration <= 0 || sharded.Duration > 5*time.Minute {
+			errs = append(errs, fmt.Errorf("--sharded-duration: must be in (0, 5m], got %s", sharded.Duration))
+		}
+		if sharded.StockBound <= 0 || sharded.StockBound > 5*time.Minute {
+			errs = append(errs, fmt.Errorf("--sharded-stock-bound: must be in (0, 5m], got %s", sharded.StockBound))
+		}
+		cli.Sharded = &sharded
+	} else if cli.ShardedOnly {
+		errs = append(errs, errors.New("--sharded-only needs --sharded-bin"))
 	}
 	o.Clusters = nil
 	for _, c := range strings.Split(*clusters, ",") {

@@ -39,6 +39,10 @@ func Write(dir string, rep *duel.Report) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	sharded, err := ReadSharded(dir)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp(dir, ".evidence-tmp-")
 	if err != nil {
 		return err
@@ -59,7 +63,7 @@ func Write(dir string, rep *duel.Report) error {
 	}{
 		{ChartFile, chart.Bytes()},
 		{DuelFile, data},
-		{ReadmeFile, README(rep, string(bench))},
+		{ReadmeFile, README(rep, string(bench), sharded)},
 	}
 	if rep.RealKCP != nil {
 		var kcpChart bytes.Buffer
@@ -89,8 +93,9 @@ func Write(dir string, rep *duel.Report) error {
 }
 
 // README is evidence/README.md: the setup, the chart, the summary, the
-// benchstat table (when bench is not empty) and how to reproduce.
-func README(rep *duel.Report, bench string) []byte {
+// sharded section (when sharded is not nil), the benchstat table (when bench
+// is not empty) and how to reproduce.
+func README(rep *duel.Report, bench string, sharded *Sharded) []byte {
 	var b strings.Builder
 	s := rep.Setup
 	b.WriteString("# Evidence: the carry on a live test shard\n\n")
@@ -138,6 +143,11 @@ func README(rep *duel.Report, bench string) []byte {
 		b.WriteString(". Each runs `kcp start --batteries-included=admin` on 127.0.0.1 with a fresh root directory; the workspaces are created through kcp's Workspace API, and the hammer talks to kcp as the shard admin.\n\n")
 		b.WriteString("![Successful wildcard partial-metadata LISTs per second on real kcp, stock against the carry, under the same load](" + KCPChartFile + ")\n\n")
 		b.WriteString(k.Markdown())
+	}
+
+	if sharded != nil {
+		b.WriteString("\n## In kcp's sharded topology\n\n")
+		b.WriteString(ShardedMarkdown(sharded))
 	}
 
 	b.WriteString("\n## Cost benchmarks\n\n")

@@ -67,7 +67,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.RootDir, 0o755); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -108,29 +108,41 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 func (s *Server) waitReady(ctx context.Context) error {
-	deadline := time.NewTimer(s.opts.ReadyTimeout)
+	cfg, err := WaitReady(ctx, s.Process, s.opts.ReadyTimeout, s.loadConfig)
+	if err != nil {
+		return fmt.Errorf("kcp %w", err)
+	}
+	s.cfg = cfg
+	return nil
+}
+
+// WaitReady polls /readyz of the server p runs with the config cfg returns
+// (asked again each time: a server may write its credentials late) until it
+// answers 200, p exits, timeout passes or ctx ends; it returns the config
+// that got the 200.
+func WaitReady(ctx context.Context, p *process.Process, timeout time.Duration, cfg func() (*rest.Config, error)) (*rest.Config, error) {
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	var last error
 	for {
 		select {
-		case <-s.Done():
-			return fmt.Errorf("kcp exited before it was ready: %v", s.ExitError())
+		case <-p.Done():
+			return nil, fmt.Errorf("exited before it was ready: %v", p.ExitError())
 		case <-deadline.C:
-			return fmt.Errorf("kcp not ready after %s: %v", s.opts.ReadyTimeout, last)
+			return nil, fmt.Errorf("not ready after %s: %v", timeout, last)
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for kcp: %w", ctx.Err())
+			return nil, fmt.Errorf("waiting for /readyz: %w", ctx.Err())
 		case <-tick.C:
 		}
-		cfg, err := s.loadConfig()
+		c, err := cfg()
 		if err != nil {
 			last = err
 			continue
 		}
-		if last = readyz(ctx, cfg); last == nil {
-			s.cfg = cfg
-			return nil
+		if last = Readyz(ctx, c); last == nil {
+			return c, nil
 		}
 	}
 }
@@ -156,7 +168,8 @@ func (s *Server) contextConfig(context string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func readyz(ctx context.Context, cfg *rest.Config) error {
+// Readyz GETs /readyz of cfg's host and wants 200.
+func Readyz(ctx context.Context, cfg *rest.Config) error {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return err
@@ -171,6 +184,7 @@ func readyz(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("/readyz: %s", resp.Status)
@@ -198,7 +212,9 @@ func (s *Server) ClusterConfig(name string) *rest.Config {
 	return c
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts reserves n distinct loopback ports and releases them for a
+// server to bind.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {

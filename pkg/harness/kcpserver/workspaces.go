@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 const (
@@ -87,13 +89,8 @@ func waitForWorkspaceType(ctx context.Context, dc dynamic.Interface) error {
 // CreateWorkspaces creates workspaces under root through kcp's Workspace API
 // (tenancy.kcp.io, the default type), waits until each is Ready, and returns
 // their logical cluster names (what kcp.io/cluster says on their objects), in
-// the order of names. It first waits for root's "universal" WorkspaceType to
-// be Ready. Existing workspaces are reused. A workspace still Initializing
-// after WorkspaceInitTimeout is replaced once (name-r1), then a
-// *StalledError; it gives up after WorkspaceReadyTimeout in all.
+// the order of names: Workspaces.Create as kcp-admin on this kcp.
 func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, WorkspaceReadyTimeout)
-	defer cancel()
 	// Workspaces are created as kcp-admin (context base), not as the shard
 	// admin: kcp records a workspace's creator only for users like it, and
 	// its workspace initializer acts as that creator; a workspace the shard
@@ -103,7 +100,34 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 	if err != nil {
 		return nil, fmt.Errorf("the kcp-admin credentials in %s: %w", s.KubeconfigPath(), err)
 	}
-	cfg.Host += "/clusters/root"
+	return Workspaces{Config: cfg, Exited: s.Done(), Progress: s.opts.Progress}.Create(ctx, names)
+}
+
+// Workspaces creates workspaces under root at one kcp endpoint: a shard, or
+// the front-proxy of a sharded kcp.
+type Workspaces struct {
+	// Config is kcp-admin (a user kcp records as a workspace's creator) at
+	// the endpoint's base URL.
+	Config *rest.Config
+	// Exited, when set, is closed when the server behind Config exits.
+	Exited <-chan struct{}
+	// ShardSelector, when set, places the workspaces
+	// (spec.location.selector.matchLabels) on a shard with these labels.
+	ShardSelector map[string]string
+	// Progress receives a line when a stalled workspace is replaced; nil discards.
+	Progress func(format string, args ...any)
+}
+
+// Create first waits for root's "universal" WorkspaceType to be Ready, then
+// creates each workspace root:<name> and waits until it is Ready. Existing
+// workspaces are reused. A workspace still Initializing after
+// WorkspaceInitTimeout is replaced once (name-r1), then a *StalledError; it
+// gives up after WorkspaceReadyTimeout in all.
+func (w Workspaces) Create(ctx context.Context, names []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, WorkspaceReadyTimeout)
+	defer cancel()
+	cfg := rest.CopyConfig(w.Config)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/clusters/root"
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -120,9 +144,11 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 			name := base
 			if attempt > 0 {
 				name = fmt.Sprintf("%s-r%d", base, attempt)
-				s.progressf("%v; creating root:%s in its place", err, name)
+				if w.Progress != nil {
+					w.Progress("%v; creating root:%s in its place", err, name)
+				}
 			}
-			cluster, err = s.createWorkspace(ctx, ws, name)
+			cluster, err = w.createWorkspace(ctx, ws, name)
 			var stalled *StalledError
 			if err == nil || !errors.As(err, &stalled) {
 				break
@@ -138,12 +164,19 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 
 // createWorkspace creates root:name (or finds it) and waits up to
 // WorkspaceInitTimeout for it to be Ready, returning its logical cluster.
-func (s *Server) createWorkspace(ctx context.Context, ws dynamic.ResourceInterface, name string) (string, error) {
+func (w Workspaces) createWorkspace(ctx context.Context, ws dynamic.ResourceInterface, name string) (string, error) {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tenancy.kcp.io/v1alpha1",
 		"kind":       "Workspace",
 		"metadata":   map[string]any{"name": name},
 	}}
+	if len(w.ShardSelector) > 0 {
+		labels := map[string]any{}
+		for k, v := range w.ShardSelector {
+			labels[k] = v
+		}
+		obj.Object["spec"] = map[string]any{"location": map[string]any{"selector": map[string]any{"matchLabels": labels}}}
+	}
 	if _, err := ws.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("creating workspace root:%s: %w", name, err)
 	}
@@ -151,7 +184,7 @@ func (s *Server) createWorkspace(ctx context.Context, ws dynamic.ResourceInterfa
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, WorkspaceInitTimeout, true, func(ctx context.Context) (bool, error) {
 		select {
-		case <-s.Done():
+		case <-w.Exited:
 			return false, fmt.Errorf("kcp exited while workspace root:%s was being created", name)
 		default:
 		}
@@ -171,11 +204,5 @@ func (s *Server) createWorkspace(ctx context.Context, ws dynamic.ResourceInterfa
 		return "", &StalledError{Workspace: name, Phase: phase, After: WorkspaceInitTimeout}
 	default:
 		return "", fmt.Errorf("workspace root:%s not Ready (phase %q, last error %v): %w", name, phase, lastErr, err)
-	}
-}
-
-func (s *Server) progressf(format string, args ...any) {
-	if s.opts.Progress != nil {
-		s.opts.Progress(format, args...)
 	}
 }
