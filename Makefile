@@ -6,9 +6,9 @@ GO ?= go
 CARRY := bin/carry
 # -count=1: the suite runs live servers, whose outcome Go's test cache cannot
 # see; a cached pass would prove nothing about this machine or this build.
-GO_TEST_FLAGS ?= -timeout 40m -count=1
+GO_TEST_FLAGS ?= -timeout 60m -count=1
 
-.PHONY: all carry overlay build kcp sharded image verify test test-sharded pins bench evidence soak clean
+.PHONY: all carry overlay build kcp kcp-main kcp-e2e sharded image verify test test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -60,6 +60,34 @@ sharded: overlay
 SHARDED_REDUCED ?=
 test-sharded: sharded
 	KCP_CARRY_SHARDED_REDUCED=$(SHARDED_REDUCED) $(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
+
+# kcp main (or any other kcp tree): KCP_MAIN_SOURCE=<tree> builds
+# bin/kcp-main/kcp and bin/kcp-main/kcp-pristine from it, stamped with the
+# tree's commit (or KCP_MAIN_VERSION). `carry pins --kcp-source` first: a
+# tree that pins another fork commit than the carry's is refused.
+KCP_MAIN_SOURCE ?=
+KCP_MAIN_VERSION ?=
+KCP_MAIN_BIN := bin/kcp-main
+export KCP_MAIN_SOURCE
+kcp-main: overlay
+	@test -d "$(KCP_MAIN_SOURCE)" || { echo "make: KCP_MAIN_SOURCE=$(KCP_MAIN_SOURCE) is not a directory (a kcp main tree)" >&2; exit 1; }
+	$(CARRY) pins --kcp-source "$(KCP_MAIN_SOURCE)"
+	$(CARRY) build --kcp-source "$(KCP_MAIN_SOURCE)" --cmd cmd/kcp --out $(KCP_MAIN_BIN) $(if $(KCP_MAIN_VERSION),--kcp-version $(KCP_MAIN_VERSION))
+	$(CARRY) build --kcp-source "$(KCP_MAIN_SOURCE)" --cmd cmd/kcp --out $(KCP_MAIN_BIN) --pristine $(if $(KCP_MAIN_VERSION),--kcp-version $(KCP_MAIN_VERSION))
+
+# kcp's own e2e subset alone (TestRealKCPOwnE2E): conformance on partial
+# metadata and cross-cluster LISTs, garbagecollector and quota, compiled from
+# KCP_SOURCE with kcp-patches/ applied, against bin/kcp and bin/kcp-pristine;
+# kcp-patches' regression test must fail on the stock kcp and pass on the
+# carried one. Logs in .build/kcp-e2e/<tree>/.
+kcp-e2e: overlay kcp
+	$(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCPOwnE2E$$' ./test/e2e/
+
+# The whole real-kcp suite and kcp's e2e subset on kcp main's builds
+# (KCP_MAIN_SOURCE); `make test` runs a reduced form of it.
+KCP_MAIN_ENV = KCP_BIN_DIR=$(CURDIR)/$(KCP_MAIN_BIN) KCP_SOURCE="$(KCP_MAIN_SOURCE)"
+test-kcp-main: kcp-main
+	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' ./test/e2e/
 
 # kcp's release image with the carry's binaries (cross-compiled per platform,
 # no Docker daemon). BASE (default ghcr.io/kcp-dev/kcp:<kcp version>, or
@@ -116,10 +144,17 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # without it, those tests skip with a line naming KCP_SOURCE.
 # The real-kcp tests run last and alone: kcp started while other live suites
 # load the 2 cores was seen to leave its workspaces Initializing.
-test: overlay $(if $(KCP_SOURCE),kcp)
+# With KCP_MAIN_SOURCE too, kcp main's phase runs in the reduced form that
+# fits CI's budget: its carried build under the suite's load
+# (TestRealKCPPatched) and kcp-patches' regression test on its carried and
+# stock builds; `make test-kcp-main` is the full one.
+test: overlay $(if $(KCP_SOURCE),kcp) $(if $(KCP_MAIN_SOURCE),kcp-main)
 	$(GO) vet ./...
 	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP|^TestSharded' ./...
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' ./test/e2e/
+ifneq ($(KCP_MAIN_SOURCE),)
+	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCPPatched$$|^TestRealKCPOwnE2E$$/^(patched|pristine)$$/^regression$$' ./test/e2e/
+endif
 
 clean:
 	rm -rf bin .build .overlay

@@ -45,7 +45,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	source := fs.String("kcp-source", "", "build this kcp git checkout (source mode) instead of the kcp release go.mod requires (module mode)")
 	out := fs.String("out", "", "directory for the binaries (default ROOT/bin)")
 	pristine := fs.Bool("pristine", false, "build the same kcp without the carry (the fork at its pin), as <command>-pristine: the positive control")
-	kcpVersion := fs.String("kcp-version", "", "kcp version to stamp into a source-mode build of a tree without git metadata (default: ROOT/go.mod's kcp when the tree pins the same fork)")
+	kcpVersion := fs.String("kcp-version", "", "kcp version to stamp into a source-mode build of a tree without git metadata (default: ROOT/go.mod's kcp release when the tree is exactly its module source, else the commit a kcp-<commit> archive directory names)")
 	replaces := replaceFlags{}
 	fs.Var(replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
 	var cmds cmdFlags

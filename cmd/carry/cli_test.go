@@ -22,7 +22,7 @@ func TestMainUsageAndExitCodes(t *testing.T) {
 		{[]string{"frobnicate"}, ExitUsage, "", `carry: unknown command "frobnicate"`},
 		{[]string{"overlay", "--nope"}, ExitUsage, "", "flag provided but not defined: -nope"},
 		{[]string{"overlay", "extra"}, ExitUsage, "", "unexpected arguments: extra"},
-		{[]string{"pins", "-h"}, ExitOK, "", "usage: carry pins [--write]"},
+		{[]string{"pins", "-h"}, ExitOK, "", "usage: carry pins [--write | --kcp-source DIR]"},
 		{[]string{"refresh", "--new", "0002-x.patch"}, ExitUsage, "", "--new and --subject go together"},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
@@ -34,14 +35,21 @@ func replaceStrings(rs []pins.Replace) []string {
 }
 
 func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("pins", "pins [--write] [--json] [--root DIR]", stderr)
+	fs := newFlagSet("pins", "pins [--write | --kcp-source DIR] [--json] [--root DIR]", stderr)
 	write := fs.Bool("write", false, "rewrite go.mod's pin block instead of checking it")
+	source := fs.String("kcp-source", "", "instead, tell whether this kcp tree pins each carried fork module at the commit the carry was made for (go.mod's)")
 	if code, done := fs.parse(args); done {
 		return code
 	}
 	root, err := fs.repoRoot()
 	if err != nil {
 		return fail(stderr, "pins", err)
+	}
+	if *source != "" {
+		if *write {
+			return fail(stderr, "pins", fmt.Errorf("--write and --kcp-source exclude each other: --kcp-source only reads the tree"))
+		}
+		return runTreePins(root, *source, fs.json, stdout, stderr)
 	}
 	goModPath := filepath.Join(root, "go.mod")
 	data, err := os.ReadFile(goModPath)
@@ -101,4 +109,29 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: kcp pins differ from %s (- in go.mod, + derived); run `carry pins --write`\n", goModPath, res.KCP)
 		return ExitFail
 	}
+}
+
+// runTreePins reports whether a kcp tree pins the fork where the carry was
+// made; any other pin is refused (ExitFail).
+func runTreePins(root, tree string, asJSON bool, stdout, stderr io.Writer) int {
+	c, err := overlay.CheckTree(root, tree)
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	if asJSON {
+		if err := writeJSON(stdout, c); err != nil {
+			return fail(stderr, "pins", err)
+		}
+	}
+	out := stdout
+	if asJSON || !c.Match {
+		out = stderr
+	}
+	for _, l := range c.Lines() {
+		fmt.Fprintln(out, l)
+	}
+	if !c.Match {
+		return ExitFail
+	}
+	return ExitOK
 }

@@ -30,8 +30,13 @@ const EnvKCPSource = "KCP_SOURCE"
 // Workspace API; with root they are the three logical clusters of the load.
 var kcpWorkspaces = []string{"e2e-a", "e2e-b"}
 
+// EnvKCPBinDir names the directory of bin/kcp and bin/kcp-pristine (default
+// ROOT/bin); `make test-kcp-main` points it at kcp main's builds.
+const EnvKCPBinDir = "KCP_BIN_DIR"
+
 // kcpBinary returns the kcp binary of a variant ("patched": bin/kcp,
-// "pristine": bin/kcp-pristine; KCP_BINARY overrides either) and checks,
+// "pristine": bin/kcp-pristine, in KCP_BIN_DIR if set; KCP_BINARY overrides
+// either) and checks,
 // from its build info, that it is that variant: k8s.io/apiserver replaced
 // by a directory (the overlay) is patched, by the fork's module version
 // pristine.
@@ -42,7 +47,11 @@ func kcpBinary(t *testing.T, variant string) string {
 	}
 	root := repoRoot(t)
 	name := map[string]string{"patched": "kcp", "pristine": "kcp-pristine"}[variant]
-	bin := filepath.Join(root, "bin", name)
+	binDir := filepath.Join(root, "bin")
+	if d := os.Getenv(EnvKCPBinDir); d != "" {
+		binDir = d
+	}
+	bin := filepath.Join(binDir, name)
 	if p := os.Getenv("KCP_BINARY"); p != "" {
 		bin = p
 	}

@@ -74,6 +74,9 @@ type Options struct {
 	// explicitly must exist.
 	SuiteReport string
 	Benchstat   string
+	// KCPTrees are kcp source trees kcp-patches/ must apply to with git am
+	// (checked on scratch copies) before it is exported.
+	KCPTrees []string
 	// Progress receives a line per step; nil discards.
 	Progress io.Writer
 }
@@ -87,6 +90,9 @@ type Result struct {
 	Base    string         `json:"base"`
 	Modules []ModuleResult `json:"modules"`
 	Patches []PatchResult  `json:"patches"`
+	// KCPPatches are kcp-patches/, the companion change for kcp-dev/kcp,
+	// written to --out/kcp-dev-kcp/.
+	KCPPatches []KCPPatchResult `json:"kcpPatches,omitempty"`
 	// PR is the path of PR.md.
 	PR       string     `json:"pr"`
 	Evidence []Evidence `json:"evidence"`
@@ -277,6 +283,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		res.Patches = append(res.Patches, e.res)
 	}
 	res.Evidence = ev.summary()
+	progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
+	if res.KCPPatches, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, progress); err != nil {
+		return nil, err
+	}
 
 	pr, err := renderPR(res, all, ev)
 	if err != nil {

@@ -37,6 +37,8 @@ type prData struct {
 	Duel        string
 	Benchstat   *evidenceFile
 	BenchSource string
+	// KCPPatches are the companion change for kcp-dev/kcp.
+	KCPPatches []KCPPatchResult
 }
 
 type prModule struct {
@@ -74,6 +76,7 @@ func renderPR(res *Result, all []*exported, ev *evidence) ([]byte, error) {
 		Verify: "", VerifySource: ev.verifySource,
 		Suite: ev.suite, SuiteSource: ev.suiteSource,
 		Benchstat: ev.benchstat, BenchSource: ev.benchstatSource,
+		KCPPatches: res.KCPPatches,
 	}
 	if strings.HasPrefix(res.Repo, "github.com/") {
 		d.RepoURL = "https://" + res.Repo

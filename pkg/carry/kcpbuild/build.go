@@ -61,8 +61,9 @@ type Options struct {
 	// info must show the pinned fork, not an overlay directory.
 	Pristine bool
 	// KCPVersion is the kcp version stamped into a source-mode build of a
-	// tree without git metadata (an archive). Empty takes it from Root's
-	// go.mod when the tree pins the same fork.
+	// tree without git metadata (an archive). Empty derives it from the tree:
+	// Root's go.mod's kcp release when the tree is exactly its module source,
+	// else the commit of a kcp-<commit> directory (treeVersion).
 	KCPVersion string
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testkcp"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
@@ -228,29 +228,46 @@ func TestSourceModeBuildsSyntheticCheckout(t *testing.T) {
 }
 
 // A tree without git metadata (an archive) takes its version from
-// --kcp-version, or from Root's go.mod when it pins the same fork; a tree
-// pinning another fork without --kcp-version is refused.
+// --kcp-version, or from the tree itself: the release go.mod requires only
+// when the tree is that release's module source (kcp main pins the same fork
+// and must not claim it), else the commit a `git archive --prefix=kcp-<commit>/`
+// directory names; anything else is refused, naming --kcp-version.
 func TestSourceVersionWithoutGit(t *testing.T) {
 	root := repoRoot(t)
-	ours, err := overlay.PinsFromGoMod(filepath.Join(root, "go.mod"), []string{"k8s.io/apiserver"})
+	ctx := context.Background()
+	b := &builder{opts: Options{Root: root}, log: testWriter{t}}
+
+	// kcp v0.32.3's module source, as go mod download extracts it.
+	dl, err := modcache.Fetch(ctx, root, module.Version{Path: kcpModule, Version: "v0.32.3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := t.TempDir()
-	b := &builder{opts: Options{Root: root}, log: testWriter{t}}
-	v, err := b.sourceVersionInfo(context.Background(), archive, ours)
-	if err != nil || v.KCPDescribe != "v0.32.3" {
-		t.Errorf("same pins: KCPDescribe = %q, %v; want v0.32.3 from go.mod", v.KCPDescribe, err)
+	if v, err := b.sourceVersionInfo(ctx, dl.Dir); err != nil || v.KCPDescribe != "v0.32.3" {
+		t.Errorf("kcp v0.32.3's source: KCPDescribe = %q, %v; want v0.32.3 (its module hash is go.sum's)", v.KCPDescribe, err)
 	}
-	b.opts.KCPVersion = "v0.32.9"
-	if v, err := b.sourceVersionInfo(context.Background(), archive, ours); err != nil || v.KCPDescribe != "v0.32.9" {
-		t.Errorf("--kcp-version: KCPDescribe = %q, %v; want v0.32.9", v.KCPDescribe, err)
+
+	// Another tree (kcp main, say) in a git archive's directory.
+	main := filepath.Join(t.TempDir(), "kcp-dac74f5955f1")
+	testfs.WriteTree(t, main, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n\ngo 1.26\n"})
+	v, err := b.sourceVersionInfo(ctx, main)
+	if err != nil || v.KCPDescribe != "v0.0.0-dac74f5955f1" || v.GitCommit != "dac74f5955f1" {
+		t.Errorf("kcp-dac74f5955f1/: KCPDescribe = %q, GitCommit = %q, %v; want v0.0.0-dac74f5955f1 naming the commit", v.KCPDescribe, v.GitCommit, err)
+	}
+	if strings.Contains(v.GitVersion(), "v0.32.3") {
+		t.Errorf("a build of another tree claims v0.32.3: %s", v.GitVersion())
+	}
+
+	b.opts.KCPVersion = "v0.33.0-rc.1"
+	if v, err := b.sourceVersionInfo(ctx, main); err != nil || v.KCPDescribe != "v0.33.0-rc.1" {
+		t.Errorf("--kcp-version: KCPDescribe = %q, %v; want v0.33.0-rc.1", v.KCPDescribe, err)
 	}
 	b.opts.KCPVersion = ""
-	other := map[string]module.Version{"k8s.io/apiserver": {Path: ours["k8s.io/apiserver"].Path, Version: "v0.0.0-20990101000000-aaaaaaaaaaaa"}}
+
+	other := filepath.Join(t.TempDir(), "src")
+	testfs.WriteTree(t, other, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n\ngo 1.26\n"})
 	var serr *SourceError
-	if _, err := b.sourceVersionInfo(context.Background(), archive, other); !errors.As(err, &serr) || !strings.Contains(err.Error(), "--kcp-version") {
-		t.Errorf("other pins without --kcp-version: err = %v, want a SourceError naming --kcp-version", err)
+	if _, err := b.sourceVersionInfo(ctx, other); !errors.As(err, &serr) || !strings.Contains(err.Error(), "--kcp-version") || !strings.Contains(err.Error(), "v0.32.3") {
+		t.Errorf("an unnamed tree without --kcp-version: err = %v, want a SourceError naming v0.32.3 and --kcp-version", err)
 	}
 }
 

@@ -50,7 +50,8 @@ func CarryID(root string) (string, error) {
 }
 
 // KCPVersion is the kcp version Build would build, without building it: the
-// kcp release Root/go.mod requires, or `git describe` of a kcp checkout.
+// kcp release Root/go.mod requires, `git describe` of a kcp checkout, or
+// what a tree without git metadata is (treeVersion).
 func KCPVersion(ctx context.Context, root, kcpSource string) (string, error) {
 	if kcpSource != "" {
 		src, err := filepath.Abs(kcpSource)
@@ -60,7 +61,14 @@ func KCPVersion(ctx context.Context, root, kcpSource string) (string, error) {
 		if _, err := checkCheckout(src); err != nil {
 			return "", err
 		}
-		return gitVersionInfo(ctx, src).KCPDescribe, nil
+		if top, err := git(ctx, src, "rev-parse", "--show-toplevel"); err == nil && sameDir(top, src) {
+			return gitVersionInfo(ctx, src).KCPDescribe, nil
+		}
+		tv, err := treeVersion(root, src)
+		if err != nil {
+			return "", err
+		}
+		return tv.Describe, nil
 	}
 	goModPath := filepath.Join(root, "go.mod")
 	f, err := readModFile(goModPath)

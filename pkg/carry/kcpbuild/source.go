@@ -10,10 +10,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+	"golang.org/x/mod/sumdb/dirhash"
+	modzip "golang.org/x/mod/zip"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
@@ -90,7 +95,7 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := b.sourceVersionInfo(ctx, src, pins)
+	v, err := b.sourceVersionInfo(ctx, src)
 	if err != nil {
 		return nil, err
 	}
@@ -194,9 +199,9 @@ func (b *builder) writeSourceWorkspace(goWork, src string, kcpMod *modfile.File,
 
 // sourceVersionInfo reads what kcp's Makefile reads from git. A tree that is
 // not the top of a git checkout (an archive such as `git archive` output)
-// has no describe: its version comes from Options.KCPVersion, or from Root's
-// go.mod when the tree pins the same fork as Root does (the same release).
-func (b *builder) sourceVersionInfo(ctx context.Context, src string, pins map[string]module.Version) (VersionInfo, error) {
+// has no describe: its version is Options.KCPVersion, or derived from the
+// tree (treeVersion), never assumed from Root's go.mod.
+func (b *builder) sourceVersionInfo(ctx context.Context, src string) (VersionInfo, error) {
 	if top, err := git(ctx, src, "rev-parse", "--show-toplevel"); err == nil && sameDir(top, src) {
 		v := gitVersionInfo(ctx, src)
 		if b.opts.KCPVersion != "" {
@@ -208,18 +213,97 @@ func (b *builder) sourceVersionInfo(ctx context.Context, src string, pins map[st
 	if v.KCPDescribe != "" {
 		return v, nil
 	}
-	goModPath := filepath.Join(b.opts.Root, "go.mod")
-	rootMod, err := readModFile(goModPath)
+	tv, err := treeVersion(b.opts.Root, src)
 	if err != nil {
 		return v, err
 	}
-	ours, err := overlay.PinsFromGoMod(goModPath, keys(pins))
-	if kcpVersion := requiredVersion(rootMod, kcpModule); err == nil && kcpVersion != "" && maps.Equal(ours, pins) {
-		b.logf("%s is not a git checkout: stamping kcp %s, the version %s requires (it pins the same fork); --kcp-version overrides", src, kcpVersion, goModPath)
-		v.KCPDescribe = kcpVersion
-		return v, nil
+	b.logf("%s is not a git checkout: stamping kcp %s (%s); --kcp-version overrides", src, tv.Describe, tv.Reason)
+	v.KCPDescribe = tv.Describe
+	if tv.Commit != "" {
+		v.GitCommit = tv.Commit
 	}
-	return v, &SourceError{Dir: src, Reason: fmt.Sprintf("no git metadata to read its kcp version from, and it pins another fork than %s: pass --kcp-version", goModPath)}
+	return v, nil
+}
+
+// archiveDirRE matches the top directory `git archive --prefix=kcp-<commit>/`
+// gives a tree of kcp at a commit.
+var archiveDirRE = regexp.MustCompile(`^kcp-([0-9a-f]{7,40})$`)
+
+// TreeVersion is the kcp version of a source tree without git metadata.
+type TreeVersion struct {
+	// Describe is what the build stamps: a release tag or v0.0.0-<commit>.
+	Describe string
+	// Commit is the short commit a git archive's directory names, if any.
+	Commit string
+	// Reason says how it was derived.
+	Reason string
+}
+
+// treeVersion derives the kcp version of a tree without git metadata: the
+// release Root/go.mod requires when the tree is exactly that release's module
+// source (its module hash equals go.sum's h1: line), else the commit a `git
+// archive` top directory names (kcp-<commit>). Anything else is refused: a
+// tree that pins the same fork is not thereby the same release (kcp main
+// pins the fork v0.32.3 pins).
+func treeVersion(root, src string) (TreeVersion, error) {
+	goModPath := filepath.Join(root, "go.mod")
+	rootMod, err := readModFile(goModPath)
+	if err != nil {
+		return TreeVersion{}, err
+	}
+	release := requiredVersion(rootMod, kcpModule)
+	var hashNote string
+	if release != "" {
+		m := module.Version{Path: kcpModule, Version: release}
+		sum, err := modcache.ReadGoSum(filepath.Join(root, "go.sum"))
+		if err != nil {
+			return TreeVersion{}, err
+		}
+		want, err := sum.ZipHash(m)
+		if err != nil {
+			return TreeVersion{}, err
+		}
+		got, err := moduleHash(src, m)
+		if err != nil {
+			return TreeVersion{}, err
+		}
+		if got == want {
+			return TreeVersion{Describe: release, Reason: fmt.Sprintf("its module hash %s is go.sum's for %s@%s", got, kcpModule, release)}, nil
+		}
+		hashNote = fmt.Sprintf("it is not %s (module hash %s, go.sum has %s for %s)", release, got, want, release)
+	}
+	if m := archiveDirRE.FindStringSubmatch(filepath.Base(src)); m != nil {
+		commit := m[1]
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		return TreeVersion{Describe: "v0.0.0-" + commit, Commit: commit,
+			Reason: fmt.Sprintf("%s, and its directory %s names commit %s", hashNote, filepath.Base(src), commit)}, nil
+	}
+	return TreeVersion{}, &SourceError{Dir: src, Reason: fmt.Sprintf("no git metadata to read its kcp version from: %s, and its directory name is not kcp-<commit> (git archive --prefix): pass --kcp-version", hashNote)}
+}
+
+// moduleHash is the h1: hash of the module zip `go mod download` would make
+// of dir as module m: equal to go.sum's line exactly when dir holds that
+// module's source.
+func moduleHash(dir string, m module.Version) (string, error) {
+	f, err := os.CreateTemp("", "kcp-tree-*.zip")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := modzip.CreateFromDir(f, m, dir); err != nil {
+		return "", fmt.Errorf("hashing %s as %s@%s: %w", dir, m.Path, m.Version, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	h, err := dirhash.HashZip(f.Name(), dirhash.Hash1)
+	if err != nil {
+		return "", fmt.Errorf("hashing %s as %s@%s: %w", dir, m.Path, m.Version, err)
+	}
+	return h, nil
 }
 
 func sameDir(a, b string) bool {

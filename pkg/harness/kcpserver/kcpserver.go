@@ -33,6 +33,10 @@ type Options struct {
 	RootDir string
 	// Args are extra flags for `kcp start`.
 	Args []string
+	// DefaultBatteries leaves --batteries-included out, so kcp runs with its
+	// default batteries (workspace-types and admin), as kcp's own e2e
+	// servers do; otherwise only the admin battery.
+	DefaultBatteries bool
 	// Env are extra environment variables ("K=V") on top of this process's.
 	Env []string
 	// ReadyTimeout bounds the wait for /readyz (default DefaultReadyTimeout).
@@ -54,7 +58,7 @@ type Server struct {
 }
 
 // Start runs `kcp start --root-directory=RootDir --bind-address=127.0.0.1
-// --batteries-included=admin` on free ports and waits until /readyz answers
+// --batteries-included=admin` (kcp's defaults with DefaultBatteries) on free ports and waits until /readyz answers
 // 200 with the shard admin's credentials from RootDir/admin.kubeconfig (kcp
 // writes it at start; the token survives restarts).
 func Start(ctx context.Context, opts Options) (*Server, error) {
@@ -77,8 +81,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		fmt.Sprintf("--secure-port=%d", ports[0]),
 		fmt.Sprintf("--embedded-etcd-client-port=%d", ports[1]),
 		fmt.Sprintf("--embedded-etcd-peer-port=%d", ports[2]),
-		"--batteries-included=admin",
 	}, opts.Args...)
+	if !opts.DefaultBatteries {
+		args = append(args, "--batteries-included=admin")
+	}
 	popts := process.Options{Path: opts.Binary, Args: args, Dir: opts.RootDir, MergeStdout: true}
 	if len(opts.Env) > 0 {
 		popts.Env = append(os.Environ(), opts.Env...)

@@ -1,0 +1,96 @@
+package kcppatches
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
+)
+
+// A new-file patch in git format-patch form, with a commitchecker-style
+// subject, as kcp-patches/ holds.
+const newFilePatch = `From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Carry Test <carry@example.com>
+Date: Tue, 1 Dec 2026 10:00:00 +0000
+Subject: [PATCH] UPSTREAM: <carry>: e2e: a new test
+
+A body.
+---
+ test/e2e/conformance/new_test.go | 3 +++
+ 1 file changed, 3 insertions(+)
+ create mode 100644 test/e2e/conformance/new_test.go
+
+diff --git a/test/e2e/conformance/new_test.go b/test/e2e/conformance/new_test.go
+new file mode 100644
+index 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111
+--- /dev/null
++++ b/test/e2e/conformance/new_test.go
+@@ -0,0 +1,3 @@
++package conformance
++
++// new
+`
+
+// ApplyToCopy leaves the tree alone, copies it without .git, and commits
+// each patch with its own author and subject; a tree the patch does not
+// apply to (the file exists already) is an error naming the patch and the
+// tree, and the copy holds no half-applied patch.
+func TestApplyToCopy(t *testing.T) {
+	root := t.TempDir()
+	testfs.WriteTree(t, filepath.Join(root, Dir), map[string]string{
+		"series":                    "0001-e2e-a-new-test.patch\n",
+		"0001-e2e-a-new-test.patch": newFilePatch,
+	})
+	s, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tree := filepath.Join(t.TempDir(), "kcp-0123456789ab")
+	files := map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n", "test/e2e/conformance/old_test.go": "package conformance\n", ".git/HEAD": "not a real repository\n"}
+	testfs.WriteTree(t, tree, files)
+	dst := filepath.Join(t.TempDir(), "copy")
+	ctx := context.Background()
+	if err := ApplyToCopy(ctx, tree, dst, s); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(files, testfs.ReadTree(t, tree)); diff != "" {
+		t.Errorf("the source tree changed (-before +after):\n%s", diff)
+	}
+	if got := testfs.Read(t, filepath.Join(dst, "test/e2e/conformance/new_test.go")); got != "package conformance\n\n// new\n" {
+		t.Errorf("new_test.go in the copy = %q", got)
+	}
+	if got := testfs.Read(t, filepath.Join(dst, "test/e2e/conformance/old_test.go")); got != "package conformance\n" {
+		t.Errorf("old_test.go in the copy = %q", got)
+	}
+	out := gitLog(t, dst)
+	if want := "Carry Test <carry@example.com> UPSTREAM: <carry>: e2e: a new test\ncarry <carry@localhost> kcp tree from " + tree; out != want {
+		t.Errorf("git log of the copy:\n%s\nwant:\n%s", out, want)
+	}
+
+	// A second run replaces the copy.
+	if err := ApplyToCopy(ctx, tree, dst, s); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+
+	// The patch's file exists already: git am refuses.
+	testfs.Write(t, filepath.Join(tree, "test/e2e/conformance/new_test.go"), "package conformance\n")
+	err = ApplyToCopy(ctx, tree, dst, s)
+	if err == nil || !strings.Contains(err.Error(), "0001-e2e-a-new-test.patch does not apply to kcp tree "+tree) {
+		t.Errorf("a tree the patch does not apply to: err = %v", err)
+	}
+}
+
+func gitLog(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := gitexec.Repo{Dir: dir}.Run(context.Background(), "log", "--format=%an <%ae> %s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}

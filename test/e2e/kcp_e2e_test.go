@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpe2e"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
+)
+
+// kcpE2EParallel is -test.parallel for kcp's tests: their own default is
+// GOMAXPROCS, 2 here, and most of their time is spent waiting on kcp.
+const kcpE2EParallel = 4
+
+// TestRealKCPOwnE2E runs kcp's own e2e tests, compiled from KCP_SOURCE with
+// the tree's go.mod after `git am` of kcp-patches/ (the regression test the
+// carry contributes to kcp's suite), against bin/kcp and bin/kcp-pristine,
+// each on a fresh kcp started as kcp's e2e framework expects:
+//
+//   - kcp-suite: the conformance tests on partial metadata and cross-cluster
+//     LISTs, and all of garbagecollector and quota (kcpe2e.Subset). Every one
+//     must pass on the carried kcp; on the stock one they are reported only
+//     (they pass there too: kcp's suite cannot see the bug).
+//   - regression: kcp-patches' test, after the suite on the same kcp. It must
+//     pass on the carried kcp and fail on the stock one (positive control).
+func TestRealKCPOwnE2E(t *testing.T) {
+	patched, pristine := kcpBinary(t, "patched"), kcpBinary(t, "pristine")
+	src := os.Getenv(EnvKCPSource)
+	if src == "" {
+		t.Skipf("kcp's own e2e tests are compiled from a kcp source tree: set %s", EnvKCPSource)
+	}
+	root := repoRoot(t)
+	ctx := context.Background()
+
+	patches, err := kcppatches.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fixed directory per tree, so that a second run finds the test
+	// binaries' packages in Go's build cache.
+	work := filepath.Join(root, ".build", "kcp-e2e", filepath.Base(filepath.Clean(src)))
+	tree := filepath.Join(work, "src")
+	began := time.Now()
+	if err := kcppatches.ApplyToCopy(ctx, src, tree, patches); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: applied %s with git am to a copy, %s, in %s", src, strings.Join(patches.Names(), ", "), tree, time.Since(began).Round(time.Millisecond))
+
+	// Compiled when a subtest first needs them: `make test` runs only the
+	// regression subtests on kcp main.
+	bins := &kcpTestBinaries{tree: tree, dir: work}
+
+	for _, v := range []struct{ variant, bin string }{{"patched", patched}, {"pristine", pristine}} {
+		t.Run(v.variant, func(t *testing.T) {
+			s := startKCPForE2E(t, v.bin, tree)
+			logDir := filepath.Join(work, "logs", v.variant)
+			t.Run("kcp-suite", func(t *testing.T) {
+				for _, p := range kcpe2e.Subset {
+					res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), nil)
+					t.Logf("%s kcp (%s): %s", v.variant, v.bin, res.Summary())
+					if skipped := res.Names(kcpe2e.Skip); len(skipped) > 0 {
+						t.Logf("%s: skipped by kcp's framework: %s", p.Dir, strings.Join(skipped, ", "))
+					}
+					if v.variant == "patched" {
+						expectAllPassed(t, p, res)
+					} else if !res.OK() {
+						t.Logf("on the stock kcp too: %s", describeFailures(res))
+					}
+				}
+			})
+			t.Run("regression", func(t *testing.T) {
+				p := kcpe2e.Regression
+				// The last test on this kcp, which is thrown away: PRESERVE=1,
+				// kcp's framework switch, keeps its workspaces, or a dead stock
+				// kcp costs 3 minutes of delete retries per workspace.
+				res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, "regression", []string{"PRESERVE=1"})
+				t.Logf("%s kcp (%s): %s", v.variant, v.bin, res.Summary())
+				if v.variant == "patched" {
+					expectAllPassed(t, p, res)
+					if s.Died() {
+						t.Errorf("the carried kcp died: %v\n%s", s.ExitError(), process.TailLines(s.Stderr(), 40))
+					}
+					return
+				}
+				if res.Failed != len(p.Tests) {
+					t.Errorf("positive control: %s did not fail on the stock kcp (%s)", strings.Join(p.Tests, ", "), res.Summary())
+					return
+				}
+				how := "kcp still running"
+				if s.Died() {
+					how = "kcp died"
+					if f := s.Fatal(); f != nil {
+						how += ": " + f.String()
+					}
+				}
+				t.Logf("positive control: %s fails on the stock kcp as it must (%s); first lines:\n%s", strings.Join(p.Tests, ", "), firstLine(how), firstFailureLines(res, 12))
+			})
+		})
+	}
+}
+
+// kcpTestBinaries compiles a package's tests on first use (kcpe2e.Compile,
+// its output in dir/go-test-c-<name>.log: the go command's download lines
+// would flood the test log).
+type kcpTestBinaries struct {
+	tree, dir string
+	bins      map[string]string
+}
+
+func (b *kcpTestBinaries) get(t *testing.T, p kcpe2e.Package) string {
+	t.Helper()
+	if bin, ok := b.bins[p.Dir]; ok {
+		return bin
+	}
+	logPath := filepath.Join(b.dir, "go-test-c-"+p.Name()+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	began := time.Now()
+	bins, err := kcpe2e.Compile(context.Background(), b.tree, filepath.Join(b.dir, "bin"), []kcpe2e.Package{p}, log)
+	if err != nil {
+		out, _ := os.ReadFile(logPath)
+		t.Fatalf("%v\n%s", err, process.TailLines(string(out), 40))
+	}
+	t.Logf("go test -c ./%s (the tree's go.mod): %s", p.Dir, time.Since(began).Round(time.Second))
+	if b.bins == nil {
+		b.bins = map[string]string{}
+	}
+	b.bins[p.Dir] = bins[p.Dir]
+	return bins[p.Dir]
+}
+
+// startKCPForE2E starts kcp on a new root directory as kcp's e2e framework
+// expects it (kcpe2e.StartServer) and stops it at cleanup.
+func startKCPForE2E(t *testing.T, bin, tree string) *kcpserver.Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.DefaultReadyTimeout+time.Minute)
+	defer cancel()
+	s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: tree, Env: serverEnv, Progress: t.Logf})
+	if err != nil {
+		t.Fatalf("starting kcp for kcp's e2e tests: %v", err)
+	}
+	stopAtCleanup(t, s)
+	return s
+}
+
+// runKCPTests runs one package's selected tests against s, their output in
+// logDir/<logName>.log.
+func runKCPTests(t *testing.T, s *kcpserver.Server, tree string, p kcpe2e.Package, bin, logDir, logName string, env []string) *kcpe2e.Result {
+	t.Helper()
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(logDir, logName+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	res, err := kcpe2e.Run(context.Background(), kcpe2e.RunOptions{
+		Package: p, Binary: bin, Tree: tree, Kubeconfig: s.KubeconfigPath(),
+		Parallel: kcpE2EParallel, Timeout: 20 * time.Minute, Env: env, Log: log, Progress: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: output in %s", p.Dir, logPath)
+	return res
+}
+
+// expectAllPassed fails t unless every test ran and passed: the named ones
+// each, or at least one of an unnamed package, none failed.
+func expectAllPassed(t *testing.T, p kcpe2e.Package, res *kcpe2e.Result) {
+	t.Helper()
+	if !res.OK() {
+		t.Errorf("%s on the carried kcp: %s", p.Dir, describeFailures(res))
+	}
+	if res.Passed == 0 {
+		t.Errorf("%s: no test passed (%s)", p.Dir, res.Summary())
+	}
+	passed := map[string]bool{}
+	for _, name := range res.Names(kcpe2e.Pass) {
+		passed[name] = true
+	}
+	for _, name := range p.Tests {
+		if !passed[name] {
+			t.Errorf("%s: %s did not pass (not run, skipped or failed)", p.Dir, name)
+		}
+	}
+}
+
+func describeFailures(res *kcpe2e.Result) string {
+	var b strings.Builder
+	b.WriteString(res.Summary())
+	for _, tr := range res.Tests {
+		if tr.Outcome == kcpe2e.Fail {
+			fmt.Fprintf(&b, "\n--- FAIL %s:\n%s", tr.Name, strings.Join(tr.Output, "\n"))
+		}
+	}
+	if res.Problem != "" {
+		b.WriteString("\n" + res.Problem)
+	}
+	return b.String()
+}
+
+// firstFailureLines is the start of the first failed test's kept output.
+func firstFailureLines(res *kcpe2e.Result, n int) string {
+	for _, tr := range res.Tests {
+		if tr.Outcome == kcpe2e.Fail {
+			var lines []string
+			for _, l := range tr.Output {
+				if strings.Contains(l, "Error") || strings.Contains(l, "carries") || strings.Contains(l, "error") {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) == 0 {
+				lines = tr.Output
+			}
+			return strings.Join(lines[:min(n, len(lines))], "\n")
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
