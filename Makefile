@@ -110,7 +110,7 @@ verify: overlay
 pins: carry
 	$(CARRY) pins
 
-# Cost of the carry on the list and watch paths, and the heap it retains:
+# Cost of the carry on the list and watch paths, typed and custom resources:
 # pristine vs patched, interleaved, compared with benchstat (about 10 minutes).
 bench: overlay
 	hack/bench.sh

@@ -29,7 +29,7 @@ import (
 
 // newCachedClusterRoles returns n internal ClusterRoles shaped like the ones a
 // kcp shard serves: three labels, a couple of rules, and the given number of
-// annotations (at least kcp.io/cluster): the copy the carry makes grows with it.
+// annotations (at least kcp.io/cluster): the pristine fork writes into that map.
 func newCachedClusterRoles(n, annotations int) []*rbac.ClusterRole {
 	roles := make([]*rbac.ClusterRole, n)
 	for i := range roles {
@@ -126,7 +126,7 @@ func newRequest(b *testing.B, s requestshape.Shape) *http.Request {
 
 // listCases are the list sizes measured with three annotations per object, and
 // one size with the 18 the hammer seeds (16 of its own, kcp.io/cluster, and
-// the label writers' bookkeeping), to show how the copy grows.
+// the label writers' bookkeeping), to show whether the cost grows with the map.
 var listCases = []struct{ items, annotations int }{
 	{100, 3}, {1000, 3}, {10000, 3}, {1000, 18}, {10000, 18},
 }
