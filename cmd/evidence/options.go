@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/cmd/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
@@ -181,27 +182,11 @@ func (c *options) Validate() error {
 }
 
 // parseArgs parses the command line (without the program name); root is the
-// repository: AddFlags, Complete, Validate. Usage and errors go to stderr; a
-// bad flag is an error naming it; -h/--help returns pflag.ErrHelp.
+// repository. A bad flag is an error naming it; -h/--help returns
+// pflag.ErrHelp.
 func parseArgs(args []string, root string, stderr io.Writer) (*options, error) {
 	c := NewOptions(root)
-	fs := pflag.NewFlagSet("evidence", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHead)
-		fs.PrintDefaults()
-	}
-	c.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := c.Complete(); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
+	if err := cmdline.Parse("evidence", c, args, usageHead, stderr); err != nil {
 		return nil, err
 	}
 	return c, nil

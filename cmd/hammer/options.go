@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kcp-carry/kcp-carry/cmd/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
@@ -116,28 +117,11 @@ func (o *options) Validate() error {
 	return v.Validate()
 }
 
-// parseArgs parses the command line (without the program name): AddFlags,
-// Complete, Validate. Usage and errors go to stderr; a bad flag is an error
-// naming it; -h/--help returns pflag.ErrHelp.
+// parseArgs parses the command line (without the program name); a bad flag
+// is an error naming it; -h/--help returns pflag.ErrHelp.
 func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	o := NewOptions()
-	fs := pflag.NewFlagSet("hammer", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage())
-		fs.PrintDefaults()
-	}
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := o.Complete(); err != nil {
-		return nil, err
-	}
-	if err := o.Validate(); err != nil {
+	if err := cmdline.Parse("hammer", o, args, usage(), stderr); err != nil {
 		return nil, err
 	}
 	return o, nil

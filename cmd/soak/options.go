@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/cmd/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/soak"
 )
 
@@ -67,24 +68,11 @@ func (o *options) Run(ctx context.Context, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// parseArgs parses the command line (without the program name): AddFlags,
-// Complete, Validate. Usage goes to stderr; a bad flag is an error naming it;
-// -h/--help returns pflag.ErrHelp.
+// parseArgs parses the command line (without the program name); a bad flag
+// is an error naming it; -h/--help returns pflag.ErrHelp.
 func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	o := NewOptions()
-	fs := pflag.NewFlagSet("soak", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := o.Complete(); err != nil {
-		return nil, err
-	}
-	if err := o.Validate(); err != nil {
+	if err := cmdline.Parse("soak", o, args, "", stderr); err != nil {
 		return nil, err
 	}
 	return o, nil
