@@ -1,4 +1,4 @@
-package shardedkcp
+package server
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func (t *Topology) startCache(ctx context.Context) error {
 		"--embedded-etcd-client-port=" + strconv.Itoa(t.ports.cacheEtcd),
 		"--embedded-etcd-peer-port=" + strconv.Itoa(t.ports.cacheEtcdPeer),
 	}
-	t.Cache, err = t.startComponent(ctx, "cache-server", dir, t.opts.Binaries.CacheServer, args, t.ports.cache,
+	t.Cache, err = t.startComponent(ctx, "cache-server", dir, t.opts.Binaries.CacheServer, args,
 		func() (*rest.Config, error) { return client.restConfig(), nil })
 	return err
 }
@@ -127,7 +127,7 @@ func (t *Topology) startShard(ctx context.Context, i int) error {
 	if i > 0 {
 		args = append(args, "--root-shard-kubeconfig-file="+filepath.Join(t.Shards[0].Dir, "admin.kubeconfig"))
 	}
-	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.KCP, args, t.ports.shard[i],
+	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.KCP, args,
 		func() (*rest.Config, error) { return t.shardAdmin(dir, loopback(t.ports.shard[i])) })
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func (t *Topology) startVirtualWorkspaces(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	toShard := kubeconfig{Name: "shard", Server: t.Shards[i].URL, CA: t.pki.ServingCAFile, Client: client}
+	toShard := kubeconfig{Name: "shard", Server: t.Shards[i].URL(), CA: t.pki.ServingCAFile, Client: client}
 	toShardPath := filepath.Join(dir, "virtualworkspace.kubeconfig")
 	if err := toShard.write(toShardPath); err != nil {
 		return err
@@ -195,7 +195,7 @@ func (t *Topology) startVirtualWorkspaces(ctx context.Context, i int) error {
 	}
 	ready := toShard
 	ready.Server = loopback(port)
-	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.VirtualWorkspaces, args, port,
+	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.VirtualWorkspaces, args,
 		func() (*rest.Config, error) { return ready.restConfig(), nil })
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func (t *Topology) startFrontProxy(ctx context.Context) error {
 	}
 	mappings := []proxytypes.PathMapping{{
 		Path:            "/clusters/",
-		Backend:         t.Shards[0].URL,
+		Backend:         t.Shards[0].URL(),
 		BackendServerCA: t.pki.ServingCAFile,
 		ProxyClientCert: t.pki.FrontProxyRequestHeader.Cert,
 		ProxyClientKey:  t.pki.FrontProxyRequestHeader.Key,
@@ -260,7 +260,7 @@ func (t *Topology) startFrontProxy(ctx context.Context) error {
 		"--tls-private-key-file=" + serving.Key,
 	}
 	args = append(args, requestHeaderFlags...)
-	t.FrontProxy, err = t.startComponent(ctx, "front-proxy", dir, t.opts.Binaries.FrontProxy, args, t.ports.frontProxy,
+	t.FrontProxy, err = t.startComponent(ctx, "front-proxy", dir, t.opts.Binaries.FrontProxy, args,
 		func() (*rest.Config, error) { return admin.restConfig(), nil })
 	return err
 }
@@ -279,7 +279,7 @@ func (t *Topology) writeRootKubeconfig(path string) error {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	for _, c := range raw.Clusters {
-		c.Server = t.Shards[0].URL
+		c.Server = t.Shards[0].URL()
 		c.CertificateAuthorityData, c.CertificateAuthority = nil, t.pki.ServingCAFile
 	}
 	return clientcmd.WriteToFile(*raw, path)

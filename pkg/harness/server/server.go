@@ -1,10 +1,4 @@
-// Package process runs the servers this project tests and measures (the test
-// shard, kcp) as child processes: each in its own process group, killed by the
-// kernel if this process dies, stopped with SIGTERM and then SIGKILL after a
-// grace period (exec.Cmd's Cancel and WaitDelay), its stderr captured for the
-// fatal runtime errors and race reports ParseFatal finds. It does not import
-// testing: commands use it too.
-package process
+package server
 
 import (
 	"bytes"
@@ -20,13 +14,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // DefaultGrace is how long Stop waits after SIGTERM before SIGKILL.
 const DefaultGrace = 30 * time.Second
 
-// Options say what to run.
-type Options struct {
+// Command says what to run.
+type Command struct {
 	// Path is the binary. Required.
 	Path string
 	Args []string
@@ -45,11 +41,14 @@ type Options struct {
 	Grace time.Duration
 }
 
-// Process is a running (or exited) child.
-type Process struct {
-	opts   Options
+// Server is a running (or exited) child process: every launcher's server
+// (StartShard, StartKCP, StartTopology's components) is one, and so is the
+// test binary kcpe2e runs. Its config is set once the launcher saw it ready.
+type Server struct {
+	opts   Command
 	pid    int
 	stderr lockedBuffer
+	config *rest.Config // nil until ready
 
 	done    chan struct{} // closed when the child has exited and been reaped
 	exitErr error         // valid after done
@@ -62,14 +61,14 @@ type Process struct {
 }
 
 // Start runs the child. It returns once the child runs (or failed to start).
-func Start(opts Options) (*Process, error) {
+func Start(opts Command) (*Server, error) {
 	if opts.Path == "" {
-		return nil, errors.New("process: Options.Path is empty")
+		return nil, errors.New("server: Command.Path is empty")
 	}
 	if st, err := os.Stat(opts.Path); err != nil {
-		return nil, fmt.Errorf("process: %w", err)
+		return nil, fmt.Errorf("server: %w", err)
 	} else if st.IsDir() {
-		return nil, fmt.Errorf("process: %s is a directory", opts.Path)
+		return nil, fmt.Errorf("server: %s is a directory", opts.Path)
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
@@ -79,7 +78,7 @@ func Start(opts Options) (*Process, error) {
 		opts.Path = abs
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p := &Process{opts: opts, done: make(chan struct{}), stop: stop}
+	p := &Server{opts: opts, done: make(chan struct{}), stop: stop}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that created the child exits, so the
 	// child is started from a goroutine locked to its OS thread that stays
@@ -129,7 +128,7 @@ func Start(opts Options) (*Process, error) {
 // and ExitError), an *UncleanExitError if it exited non-zero when asked (a
 // -race build that saw a race exits 66). Calling it again returns the first
 // result.
-func (p *Process) Stop() error {
+func (p *Server) Stop() error {
 	p.stopOnce.Do(func() {
 		defer p.stop()
 		p.mu.Lock()
@@ -185,10 +184,10 @@ func (e *UncleanExitError) Error() string {
 func (e *UncleanExitError) Unwrap() error { return e.Err }
 
 // Done is closed when the child has exited.
-func (p *Process) Done() <-chan struct{} { return p.done }
+func (p *Server) Done() <-chan struct{} { return p.done }
 
 // ExitError is the child's exit error (nil while it runs or after status 0).
-func (p *Process) ExitError() error {
+func (p *Server) ExitError() error {
 	select {
 	case <-p.done:
 		return p.exitErr
@@ -198,7 +197,7 @@ func (p *Process) ExitError() error {
 }
 
 // Died reports whether the child exited without being asked to (a crash).
-func (p *Process) Died() bool {
+func (p *Server) Died() bool {
 	select {
 	case <-p.done:
 	default:
@@ -210,13 +209,37 @@ func (p *Process) Died() bool {
 }
 
 // PID is the child's process id (also its process group id).
-func (p *Process) PID() int { return p.pid }
+func (p *Server) PID() int { return p.pid }
 
 // Stderr is everything the child wrote to stderr so far.
-func (p *Process) Stderr() string { return p.stderr.String() }
+func (p *Server) Stderr() string { return p.stderr.String() }
 
 // Fatal is the first fatal runtime error or race report in Stderr, or nil.
-func (p *Process) Fatal() *Fatal { return ParseFatal(p.Stderr()) }
+func (p *Server) Fatal() *Fatal { return ParseFatal(p.Stderr()) }
+
+// Config is the client config the launcher saw the server ready with, at its
+// base URL (no /clusters/ prefix); nil for a child no launcher waited for.
+func (p *Server) Config() *rest.Config {
+	if p.config == nil {
+		return nil
+	}
+	return rest.CopyConfig(p.config)
+}
+
+// URL is the server's base URL, https://127.0.0.1:PORT ("" before it was ready).
+func (p *Server) URL() string {
+	if p.config == nil {
+		return ""
+	}
+	return p.config.Host
+}
+
+// ClusterConfig is Config for /clusters/<name>; "*" is the wildcard.
+func (p *Server) ClusterConfig(name string) *rest.Config {
+	c := p.Config()
+	c.Host = strings.TrimSuffix(c.Host, "/") + "/clusters/" + name
+	return c
+}
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
 type lockedBuffer struct {
