@@ -237,6 +237,9 @@ func (p *Server) URL() string {
 // ClusterConfig is Config for /clusters/<name>; "*" is the wildcard.
 func (p *Server) ClusterConfig(name string) *rest.Config {
 	c := p.Config()
+	if c == nil {
+		return nil
+	}
 	c.Host = strings.TrimSuffix(c.Host, "/") + "/clusters/" + name
 	return c
 }

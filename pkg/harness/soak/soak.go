@@ -131,18 +131,9 @@ func (r *Result) Clean() bool {
 
 // sample scrapes kcp's /metrics for its RSS and goroutines.
 func sample(ctx context.Context, srv *server.KCP) (Sample, error) {
-	cfg := srv.Config()
-	hc, err := restHTTPClient(cfg)
+	metrics, err := srv.Metrics(ctx)
 	if err != nil {
-		return Sample{}, err
-	}
-	body, err := get(ctx, hc, cfg.Host+"/metrics")
-	if err != nil {
-		return Sample{}, err
-	}
-	metrics, err := server.ParseMetrics(string(body))
-	if err != nil {
-		return Sample{}, fmt.Errorf("/metrics: %w", err)
+		return Sample{}, fmt.Errorf("sampling kcp: %w", err)
 	}
 	s := Sample{At: time.Now()}
 	for name, dst := range map[string]*float64{"process_resident_memory_bytes": &s.RSSBytes, "go_goroutines": &s.Goroutines} {
