@@ -81,13 +81,9 @@ type Shard struct {
 // (at most ReadyTimeout, and not past ctx) until it prints its ready line.
 // ctx only bounds the start; the shard runs until Stop.
 func StartShard(ctx context.Context, opts ShardOptions) (*Shard, error) {
+	// Start checks the binary itself; an empty one gets a hint.
 	if opts.Binary == "" {
 		return nil, errors.New("server.ShardOptions.Binary is empty: build the shard with a ShardBuilder first")
-	}
-	if st, err := os.Stat(opts.Binary); err != nil {
-		return nil, fmt.Errorf("server.ShardOptions.Binary: %w", err)
-	} else if st.IsDir() {
-		return nil, fmt.Errorf("server.ShardOptions.Binary %s is a directory", opts.Binary)
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = ShardReadyTimeout
