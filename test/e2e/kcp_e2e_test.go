@@ -12,6 +12,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpe2e"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // kcpE2EParallel is -test.parallel for kcp's tests: their own default is
@@ -148,7 +149,7 @@ func startKCPForE2E(t *testing.T, bin, tree string) *server.KCP {
 	if err != nil {
 		t.Fatalf("starting kcp for kcp's e2e tests: %v", err)
 	}
-	stopAtCleanup(t, s)
+	servertest.StopKCPAtCleanup(t, s)
 	return s
 }
 

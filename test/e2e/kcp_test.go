@@ -19,6 +19,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // EnvKCPSource names the kcp source tree `make` builds bin/kcp and
@@ -80,14 +81,7 @@ func kcpBinary(t *testing.T, variant string) string {
 // startKCP runs kcp on rootDir and stops it at cleanup.
 func startKCP(t *testing.T, bin, rootDir string) *server.KCP {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), server.KCPReadyTimeout+time.Minute)
-	defer cancel()
-	s, err := server.StartKCP(ctx, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv, Progress: t.Logf})
-	if err != nil {
-		t.Fatalf("starting kcp: %v", err)
-	}
-	stopAtCleanup(t, s)
-	return s
+	return servertest.StartKCP(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv})
 }
 
 // startKCPWithWorkspaces runs kcp on rootDir with the suite's workspaces
@@ -96,27 +90,10 @@ func startKCP(t *testing.T, bin, rootDir string) *server.KCP {
 // stopped at cleanup.
 func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*server.KCP, []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), server.KCPReadyTimeout+server.WorkspaceReadyTimeout)
-	defer cancel()
-	s, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv, Progress: t.Logf}, kcpWorkspaces)
-	if err != nil {
-		t.Fatalf("starting kcp with workspaces: %v", err)
-	}
-	stopAtCleanup(t, s)
+	s, clusters := servertest.StartKCPWithWorkspaces(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv}, kcpWorkspaces)
 	clusters = append([]string{"root"}, clusters...)
 	t.Logf("logical clusters: %s (root, root:%s)", strings.Join(clusters, ", "), strings.Join(kcpWorkspaces, ", root:"))
 	return s, clusters
-}
-
-func stopAtCleanup(t *testing.T, s *server.KCP) {
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil && !s.Died() {
-			t.Logf("stopping kcp: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("kcp output (last lines):\n%s", server.TailLines(s.Stderr(), 40))
-		}
-	})
 }
 
 // kcpLoadOptions is the suite's load (suiteLoad) against kcp, on kcp's own

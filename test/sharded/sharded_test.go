@@ -20,6 +20,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
@@ -107,25 +108,7 @@ func binaries(t *testing.T, variant string) server.TopologyBinaries {
 // output of every server when the test failed.
 func startTopology(t *testing.T, bins server.TopologyBinaries) *server.Topology {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	topo, err := server.StartTopology(ctx, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: serverEnv, Progress: t.Logf})
-	if err != nil {
-		t.Fatalf("starting the sharded kcp: %v", err)
-	}
-	t.Logf("sharded kcp (%d shards, cache server, %d virtual workspaces, front-proxy) ready after %s",
-		len(topo.Shards), len(topo.VirtualWorkspaces), topo.StartedIn.Round(time.Second))
-	t.Cleanup(func() {
-		if err := topo.Stop(); err != nil {
-			t.Logf("stopping the sharded kcp: %v", err)
-		}
-		if t.Failed() {
-			for _, c := range topo.Components() {
-				t.Logf("%s output (last lines, all in %s/output.log):\n%s", c.Name, c.Dir, server.TailLines(c.Stderr(), 20))
-			}
-		}
-	})
-	return topo
+	return servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: serverEnv})
 }
 
 // expectLoopbackOnly asserts from the kernel's socket tables that every

@@ -78,7 +78,7 @@ func Start(opts Command) (*Server, error) {
 		opts.Path = abs
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p := &Server{opts: opts, done: make(chan struct{}), stop: stop}
+	s := &Server{opts: opts, done: make(chan struct{}), stop: stop}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that created the child exits, so the
 	// child is started from a goroutine locked to its OS thread that stays
@@ -86,7 +86,7 @@ func Start(opts Command) (*Server, error) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		defer close(p.done)
+		defer close(s.done)
 
 		cmd := exec.CommandContext(ctx, opts.Path, opts.Args...)
 		// Stop cancels ctx: SIGTERM to the whole group, then, after the
@@ -97,29 +97,29 @@ func Start(opts Command) (*Server, error) {
 		cmd.Env = opts.Env
 		cmd.Stdout = opts.Stdout
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd.Stderr = &p.stderr
+		cmd.Stderr = &s.stderr
 		if opts.StderrTee != nil {
-			cmd.Stderr = io.MultiWriter(&p.stderr, opts.StderrTee)
+			cmd.Stderr = io.MultiWriter(&s.stderr, opts.StderrTee)
 		}
 		if opts.MergeStdout {
 			cmd.Stdout = cmd.Stderr
 		}
 		if err := cmd.Start(); err != nil {
-			p.exitErr = err
+			s.exitErr = err
 			started <- fmt.Errorf("starting %s: %w", opts.Path, err)
 			return
 		}
-		p.pid = cmd.Process.Pid
+		s.pid = cmd.Process.Pid
 		started <- nil
-		p.exitErr = cmd.Wait()
-		if errors.Is(p.exitErr, context.Canceled) {
-			p.exitErr = nil // status 0 after SIGTERM: exec reports the cancellation
+		s.exitErr = cmd.Wait()
+		if errors.Is(s.exitErr, context.Canceled) {
+			s.exitErr = nil // status 0 after SIGTERM: exec reports the cancellation
 		}
 	}()
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	return p, nil
+	return s, nil
 }
 
 // Stop asks the child to shut down (SIGTERM to its process group), kills the
@@ -128,35 +128,35 @@ func Start(opts Command) (*Server, error) {
 // and ExitError), an *UncleanExitError if it exited non-zero when asked (a
 // -race build that saw a race exits 66). Calling it again returns the first
 // result.
-func (p *Server) Stop() error {
-	p.stopOnce.Do(func() {
-		defer p.stop()
-		p.mu.Lock()
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		defer s.stop()
+		s.mu.Lock()
 		select {
-		case <-p.done:
+		case <-s.done:
 		default:
-			p.asked = true
+			s.asked = true
 		}
-		asked := p.asked
-		p.mu.Unlock()
+		asked := s.asked
+		s.mu.Unlock()
 
 		if asked {
 			askedAt := time.Now()
-			p.stop()
-			<-p.done
+			s.stop()
+			<-s.done
 			switch {
-			case p.exitErr == nil:
-			case killed(p.exitErr) && time.Since(askedAt) >= p.opts.Grace:
-				p.stopErr = fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM; killed", p.opts.Path, p.pid, p.opts.Grace)
+			case s.exitErr == nil:
+			case killed(s.exitErr) && time.Since(askedAt) >= s.opts.Grace:
+				s.stopErr = fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM; killed", s.opts.Path, s.pid, s.opts.Grace)
 			default:
-				p.stopErr = &UncleanExitError{Path: p.opts.Path, PID: p.pid, Err: p.exitErr}
+				s.stopErr = &UncleanExitError{Path: s.opts.Path, PID: s.pid, Err: s.exitErr}
 			}
 		}
-		<-p.done
+		<-s.done
 		// Anything left in the group (there should be nothing) goes too.
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 	})
-	return p.stopErr
+	return s.stopErr
 }
 
 // killed says whether err is the exit of a process killed by SIGKILL.
@@ -184,59 +184,59 @@ func (e *UncleanExitError) Error() string {
 func (e *UncleanExitError) Unwrap() error { return e.Err }
 
 // Done is closed when the child has exited.
-func (p *Server) Done() <-chan struct{} { return p.done }
+func (s *Server) Done() <-chan struct{} { return s.done }
 
 // ExitError is the child's exit error (nil while it runs or after status 0).
-func (p *Server) ExitError() error {
+func (s *Server) ExitError() error {
 	select {
-	case <-p.done:
-		return p.exitErr
+	case <-s.done:
+		return s.exitErr
 	default:
 		return nil
 	}
 }
 
 // Died reports whether the child exited without being asked to (a crash).
-func (p *Server) Died() bool {
+func (s *Server) Died() bool {
 	select {
-	case <-p.done:
+	case <-s.done:
 	default:
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.asked
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.asked
 }
 
 // PID is the child's process id (also its process group id).
-func (p *Server) PID() int { return p.pid }
+func (s *Server) PID() int { return s.pid }
 
 // Stderr is everything the child wrote to stderr so far.
-func (p *Server) Stderr() string { return p.stderr.String() }
+func (s *Server) Stderr() string { return s.stderr.String() }
 
 // Fatal is the first fatal runtime error or race report in Stderr, or nil.
-func (p *Server) Fatal() *Fatal { return ParseFatal(p.Stderr()) }
+func (s *Server) Fatal() *Fatal { return ParseFatal(s.Stderr()) }
 
 // Config is the client config the launcher saw the server ready with, at its
 // base URL (no /clusters/ prefix); nil for a child no launcher waited for.
-func (p *Server) Config() *rest.Config {
-	if p.config == nil {
+func (s *Server) Config() *rest.Config {
+	if s.config == nil {
 		return nil
 	}
-	return rest.CopyConfig(p.config)
+	return rest.CopyConfig(s.config)
 }
 
 // URL is the server's base URL, https://127.0.0.1:PORT ("" before it was ready).
-func (p *Server) URL() string {
-	if p.config == nil {
+func (s *Server) URL() string {
+	if s.config == nil {
 		return ""
 	}
-	return p.config.Host
+	return s.config.Host
 }
 
 // ClusterConfig is Config for /clusters/<name>; "*" is the wildcard.
-func (p *Server) ClusterConfig(name string) *rest.Config {
-	c := p.Config()
+func (s *Server) ClusterConfig(name string) *rest.Config {
+	c := s.Config()
 	if c == nil {
 		return nil
 	}

@@ -5,6 +5,10 @@
 //	shard := servertest.StartShard(t, server.ShardOptions{Binary: bin})
 //	cfg := shard.ClusterConfig("*") // https://127.0.0.1:PORT/clusters/*
 //
+// StartKCP, StartKCPWithWorkspaces and StartTopology do the same for a real
+// kcp and the sharded topology: every server a test starts stops at cleanup,
+// and a failed test logs the last lines of its output.
+//
 // It is the one place that reads the environment overrides a developer sets
 // when a live test misbehaves (docs/harness.md):
 //
