@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // KCPReadyTimeout is the default bound of the wait for kcp's /readyz.
@@ -96,23 +95,14 @@ func StartKCP(ctx context.Context, opts KCPOptions) (*KCP, error) {
 	}
 	s.StartedIn = time.Since(began)
 	if opts.Progress != nil {
-		opts.Progress("kcp %s ready on https://127.0.0.1:%d after %s (root %s)", opts.Binary, s.port, s.StartedIn.Round(time.Millisecond), opts.RootDir)
+		opts.Progress("kcp %s ready on %s after %s (root %s)", opts.Binary, s.URL(), s.StartedIn.Round(time.Millisecond), opts.RootDir)
 	}
 	return s, nil
 }
 
 // contextConfig is the admin.kubeconfig's context at this process's port.
 func (s *KCP) contextConfig(context string) (*rest.Config, error) {
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.KubeconfigPath()},
-		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Host = fmt.Sprintf("https://127.0.0.1:%d", s.port)
-	cfg.QPS = -1
-	cfg.UserAgent = "kcp-carry"
-	return cfg, nil
+	return contextConfig(s.KubeconfigPath(), context, loopback(s.port))
 }
 
 // KubeconfigPath is the admin.kubeconfig kcp wrote in its root directory.

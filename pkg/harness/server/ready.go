@@ -123,6 +123,9 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// loopback is the base URL of a server on port of 127.0.0.1.
+func loopback(port int) string { return fmt.Sprintf("https://127.0.0.1:%d", port) }
+
 // startFailure is a launcher's error for a server that did not get ready:
 // err, the fatal error in its output if any, and the output's last lines.
 func startFailure(s *Server, err error, outputName string, lines int) error {

@@ -185,8 +185,6 @@ func choosePorts(shards int) (ports, error) {
 	return p, nil
 }
 
-func loopback(port int) string { return fmt.Sprintf("https://127.0.0.1:%d", port) }
-
 // Components are the running servers: cache server, shards, virtual
 // workspaces, front-proxy.
 func (t *Topology) Components() []*Component {
