@@ -30,14 +30,20 @@ func (t *Topology) mkdir(name string) (string, error) {
 	return dir, nil
 }
 
-// serverFiles makes a server's root directory with its serving certificate,
-// and a system:masters client certificate for user, what a shard and a
-// virtual-workspaces server present to the servers they call.
-func (t *Topology) serverFiles(name, user string) (dir string, serving, client certPair, err error) {
+// servingDir makes a server's root directory with its serving certificate.
+func (t *Topology) servingDir(name string) (dir string, serving certPair, err error) {
 	if dir, err = t.mkdir(name); err != nil {
 		return
 	}
-	if serving, err = t.pki.serverCert(dir); err != nil {
+	serving, err = t.pki.serverCert(dir)
+	return
+}
+
+// serverFiles is servingDir plus a system:masters client certificate for
+// user, what a shard and a virtual-workspaces server present to the servers
+// they call.
+func (t *Topology) serverFiles(name, user string) (dir string, serving, client certPair, err error) {
+	if dir, serving, err = t.servingDir(name); err != nil {
 		return
 	}
 	client, err = t.pki.clientCert(t.pki.clientCA, user, groupMasters)
@@ -52,11 +58,7 @@ func (t *Topology) cacheClient() kubeconfig {
 // startCache runs cache-server (sharded-test-server's cache.go), with a
 // serving certificate of the topology's CA instead of a self-signed one.
 func (t *Topology) startCache(ctx context.Context) error {
-	dir, err := t.mkdir("cache-server")
-	if err != nil {
-		return err
-	}
-	serving, err := t.pki.serverCert(dir)
+	dir, serving, err := t.servingDir("cache-server")
 	if err != nil {
 		return err
 	}
@@ -208,11 +210,7 @@ func (t *Topology) startVirtualWorkspaces(ctx context.Context, i int) error {
 // /clusters/ maps to the root shard, which the proxy asks for the shards
 // and where each workspace lives.
 func (t *Topology) startFrontProxy(ctx context.Context) error {
-	dir, err := t.mkdir("front-proxy")
-	if err != nil {
-		return err
-	}
-	serving, err := t.pki.serverCert(dir)
+	dir, serving, err := t.servingDir("front-proxy")
 	if err != nil {
 		return err
 	}
