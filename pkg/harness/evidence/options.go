@@ -1,6 +1,6 @@
 // Package evidence runs the duel behind `make evidence` and writes its
 // report: the same hammer load (pkg/harness/hammer) against a test shard
-// (test/fixture) linked against the pristine fork and one linked against the
+// (pkg/harness/server) linked against the pristine fork and one linked against the
 // carry, one shard under load at a time, measured three ways (see pkg/harness/duel),
 // then evidence/duel.json, evidence/lists-per-second.svg (gonum/plot) and
 // evidence/README.md.
@@ -21,12 +21,11 @@ import (
 
 // Options configure Run. Start from DefaultOptions.
 type Options struct {
-	// Root is the repository: the shards are built there (fixture.BuildShard)
+	// Root is the repository: the shards are built there (server.ShardBuilder)
 	// and its HEAD is recorded.
 	Root string
 	// PristineBinary and PatchedBinary are prebuilt test shards; empty
-	// means fixture.BuildShard (which also honours KCP_CARRY_SHARD_PRISTINE
-	// and KCP_CARRY_SHARD_PATCHED).
+	// means a server.ShardBuilder build.
 	PristineBinary string
 	PatchedBinary  string
 

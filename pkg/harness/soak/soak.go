@@ -15,8 +15,7 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/shardserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // Options configure a soak.
@@ -86,7 +85,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: o.Binary, RootDir: dir, Progress: logf}, o.Workspaces)
+	srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: o.Binary, RootDir: dir, Progress: logf}, o.Workspaces)
 	if err != nil {
 		return nil, err
 	}
@@ -141,23 +140,14 @@ func (r *Result) Clean() bool {
 }
 
 // sample scrapes kcp's /metrics for its RSS and goroutines.
-func sample(ctx context.Context, srv *kcpserver.Server) (Sample, error) {
-	cfg := srv.Config()
-	hc, err := restHTTPClient(cfg)
+func sample(ctx context.Context, srv *server.KCP) (Sample, error) {
+	metrics, err := srv.Metrics(ctx)
 	if err != nil {
-		return Sample{}, err
-	}
-	body, err := get(ctx, hc, cfg.Host+"/metrics")
-	if err != nil {
-		return Sample{}, err
-	}
-	metrics, err := shardserver.ParseMetrics(string(body))
-	if err != nil {
-		return Sample{}, fmt.Errorf("/metrics: %w", err)
+		return Sample{}, fmt.Errorf("sampling kcp: %w", err)
 	}
 	s := Sample{At: time.Now()}
 	for name, dst := range map[string]*float64{"process_resident_memory_bytes": &s.RSSBytes, "go_goroutines": &s.Goroutines} {
-		if !slices.ContainsFunc(metrics, func(m shardserver.Sample) bool { return m.Name == name }) {
+		if !slices.ContainsFunc(metrics, func(m server.Sample) bool { return m.Name == name }) {
 			return Sample{}, fmt.Errorf("/metrics has no %s", name)
 		}
 		*dst = metrics.Sum(name, nil)

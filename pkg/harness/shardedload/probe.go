@@ -1,4 +1,4 @@
-package shardedkcp
+package shardedload
 
 import (
 	"context"
@@ -10,13 +10,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-)
 
-// Workspace is a logical cluster and the shard that holds it.
-type Workspace struct {
-	Shard   int
-	Cluster string
-}
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+)
 
 // ProbeSecond is one second of a workspace's probes.
 type ProbeSecond struct {
@@ -26,7 +22,7 @@ type ProbeSecond struct {
 
 // ProbeResult is what the front-proxy answered for one workspace.
 type ProbeResult struct {
-	Workspace
+	server.Workspace
 	OK, Failed int
 	// FirstFailure is the first failed answer (status and body, or the
 	// transport error), at FirstFailureAt since the probes started;
@@ -63,9 +59,9 @@ type Prober struct {
 // ProbeTimeout bounds each probe request.
 const ProbeTimeout = 5 * time.Second
 
-// StartProber probes each workspace every interval through the front-proxy
+// StartProber probes each workspace every interval through t's front-proxy
 // until Stop or ctx ends.
-func (t *Topology) StartProber(ctx context.Context, workspaces []Workspace, interval time.Duration) (*Prober, error) {
+func StartProber(ctx context.Context, t *server.Topology, workspaces []server.Workspace, interval time.Duration) (*Prober, error) {
 	cfg := t.FrontProxyConfig()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package shardedkcp
+package server
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
 )
 
 // ShardLabel is the label PlaceWorkspaces puts on kcp's Shard objects so that
@@ -47,7 +45,7 @@ func (t *Topology) PlaceWorkspaces(ctx context.Context, i int, names []string) (
 		return nil, fmt.Errorf("labelling Shard %s in root through the front-proxy: %w", name, err)
 	}
 	exited := t.Shards[i].Done()
-	clusters, err := kcpserver.Workspaces{Config: t.FrontProxyConfig(), Exited: exited, ShardSelector: map[string]string{ShardLabel: name},
+	clusters, err := WorkspaceCreator{Config: t.FrontProxyConfig(), Exited: exited, ShardSelector: map[string]string{ShardLabel: name},
 		Progress: t.opts.Progress}.Create(ctx, names)
 	if err != nil {
 		return nil, fmt.Errorf("creating workspaces on shard %s: %w", name, err)
@@ -74,9 +72,15 @@ func (t *Topology) servedBy(ctx context.Context, i int, cluster string) error {
 		return err
 	}
 	if _, err := dc.Resource(logicalClustersGVR).Get(ctx, "cluster", metav1.GetOptions{}); err != nil {
-		return fmt.Errorf("logical cluster %s is not on shard %s (its LogicalCluster on %s): %w", cluster, ShardName(i), t.Shards[i].URL, err)
+		return fmt.Errorf("logical cluster %s is not on shard %s (its LogicalCluster on %s): %w", cluster, ShardName(i), t.Shards[i].URL(), err)
 	}
 	return nil
+}
+
+// Workspace is a logical cluster and the shard that holds it.
+type Workspace struct {
+	Shard   int
+	Cluster string
 }
 
 // Placement is the logical clusters of each shard's workspaces, root first

@@ -1,12 +1,12 @@
-// Package shardedkcp runs kcp's sharded topology from built binaries: a cache
-// server, N kcp shards (the first is root), standalone virtual workspaces (one
-// per shard) and the front-proxy, each as its own child process (its own
-// process group, through pkg/harness/process), all on 127.0.0.1 and free ports.
-// The flags and the certificate and kubeconfig layout are those of kcp's
+package server
+
+// kcp's sharded topology from built binaries: a cache server, N kcp shards
+// (the first is root), standalone virtual workspaces (one per shard) and the
+// front-proxy, each its own Server, all on 127.0.0.1 and free ports. The
+// flags and the certificate and kubeconfig layout are those of kcp's
 // cmd/sharded-test-server (v0.32.3), which starts the same servers but takes
 // all of them down when one dies; here each lives and dies alone, so a test
 // can watch the other shard keep serving.
-package shardedkcp
 
 import (
 	"context"
@@ -18,38 +18,37 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
 )
 
-// DefaultReadyTimeout bounds the wait for each server's /readyz.
-const DefaultReadyTimeout = 4 * time.Minute
+// TopologyReadyTimeout is the default bound of each topology server's wait
+// for /readyz.
+const TopologyReadyTimeout = 4 * time.Minute
 
-// Binaries are the four servers of the topology.
-type Binaries struct {
+// TopologyBinaries are the four servers of the topology.
+type TopologyBinaries struct {
 	KCP, FrontProxy, CacheServer, VirtualWorkspaces string
 }
 
-// Commands are kcp's main packages of the topology, in the order of Binaries.
-var Commands = []string{"cmd/kcp", "cmd/kcp-front-proxy", "cmd/cache-server", "cmd/virtual-workspaces"}
+// TopologyCommands are kcp's main packages of the topology, in the order of
+// TopologyBinaries.
+var TopologyCommands = []string{"cmd/kcp", "cmd/kcp-front-proxy", "cmd/cache-server", "cmd/virtual-workspaces"}
 
-// BinariesIn names the binaries `carry build` writes into dir: kcp,
+// TopologyBinariesIn names the binaries `carry build` writes into dir: kcp,
 // kcp-front-proxy, cache-server, virtual-workspaces, each with suffix
 // ("-pristine" for a pristine build).
-func BinariesIn(dir, suffix string) Binaries {
+func TopologyBinariesIn(dir, suffix string) TopologyBinaries {
 	p := func(name string) string { return filepath.Join(dir, name+suffix) }
-	return Binaries{KCP: p("kcp"), FrontProxy: p("kcp-front-proxy"), CacheServer: p("cache-server"), VirtualWorkspaces: p("virtual-workspaces")}
+	return TopologyBinaries{KCP: p("kcp"), FrontProxy: p("kcp-front-proxy"), CacheServer: p("cache-server"), VirtualWorkspaces: p("virtual-workspaces")}
 }
 
-// All lists the binaries in the order of Commands.
-func (b Binaries) All() []string {
+// All lists the binaries in the order of TopologyCommands.
+func (b TopologyBinaries) All() []string {
 	return []string{b.KCP, b.FrontProxy, b.CacheServer, b.VirtualWorkspaces}
 }
 
-// Options say what to run where.
-type Options struct {
-	Binaries Binaries
+// TopologyOptions say what to run where.
+type TopologyOptions struct {
+	Binaries TopologyBinaries
 	// Dir holds every server's root directory, the certificates and the
 	// kubeconfigs. Required.
 	Dir string
@@ -57,28 +56,27 @@ type Options struct {
 	Shards int
 	// Env are extra environment variables ("K=V") of every server.
 	Env []string
-	// ReadyTimeout bounds each server's wait for /readyz (default DefaultReadyTimeout).
+	// ReadyTimeout bounds each server's wait for /readyz (default TopologyReadyTimeout).
 	ReadyTimeout time.Duration
 	// Progress receives a line per server when it is ready; nil discards.
 	Progress func(format string, args ...any)
 }
 
-// Component is one running server of the topology.
+// Component is one running server of the topology; its URL is
+// https://127.0.0.1:PORT and its Config the one it was seen ready with.
 type Component struct {
-	*process.Process
+	*Server
 	// Name is "cache-server", "shard-0", "vw-0" or "front-proxy".
 	Name string
 	// Dir is its root directory; its output is also in Dir/output.log.
-	Dir string
-	// URL is https://127.0.0.1:PORT.
-	URL       string
+	Dir       string
 	StartedIn time.Duration
 	log       *os.File
 }
 
 // Topology is a running sharded kcp.
 type Topology struct {
-	opts  Options
+	opts  TopologyOptions
 	pki   *pki
 	ports ports
 
@@ -111,27 +109,27 @@ func ShardName(i int) string {
 	return fmt.Sprintf("shard-%d", i)
 }
 
-// Start lays out the certificates and starts the cache server, the shards
-// (root first), the virtual workspaces and the front-proxy, waiting for each
-// server's /readyz before the next that needs it. On an error it stops what
-// it started.
-func Start(ctx context.Context, opts Options) (t *Topology, err error) {
+// StartTopology lays out the certificates and starts the cache server, the
+// shards (root first), the virtual workspaces and the front-proxy, waiting
+// for each server's /readyz before the next that needs it. On an error it
+// stops what it started.
+func StartTopology(ctx context.Context, opts TopologyOptions) (t *Topology, err error) {
 	if opts.Dir == "" {
-		return nil, errors.New("shardedkcp: Options.Dir is required")
+		return nil, errors.New("server: TopologyOptions.Dir is required")
 	}
 	for _, b := range opts.Binaries.All() {
 		if b == "" {
-			return nil, errors.New("shardedkcp: Options.Binaries names no binary for one of the servers")
+			return nil, errors.New("server: TopologyOptions.Binaries names no binary for one of the servers")
 		}
 		if _, err := os.Stat(b); err != nil {
-			return nil, fmt.Errorf("shardedkcp: %w (build the sharded servers with `make sharded KCP_SOURCE=...`)", err)
+			return nil, fmt.Errorf("server: %w (build the sharded servers with `make sharded KCP_SOURCE=...`)", err)
 		}
 	}
 	if opts.Shards <= 0 {
 		opts.Shards = 2
 	}
 	if opts.ReadyTimeout <= 0 {
-		opts.ReadyTimeout = DefaultReadyTimeout
+		opts.ReadyTimeout = TopologyReadyTimeout
 	}
 	if opts.Progress == nil {
 		opts.Progress = func(string, ...any) {}
@@ -172,7 +170,7 @@ func Start(ctx context.Context, opts Options) (t *Topology, err error) {
 
 func choosePorts(shards int) (ports, error) {
 	n := 4 + 4*shards
-	free, err := kcpserver.FreePorts(n)
+	free, err := FreePorts(n)
 	if err != nil {
 		return ports{}, err
 	}
@@ -186,8 +184,6 @@ func choosePorts(shards int) (ports, error) {
 	}
 	return p, nil
 }
-
-func loopback(port int) string { return fmt.Sprintf("https://127.0.0.1:%d", port) }
 
 // Components are the running servers: cache server, shards, virtual
 // workspaces, front-proxy.
@@ -208,7 +204,7 @@ func (t *Topology) Components() []*Component {
 // stop cleanly when asked (one that had died is no error here: see Died).
 // The front-proxy goes first, so no request reaches a stopping shard through
 // it; the others stop at once, so one slow to stop (each gets
-// process.DefaultGrace after SIGTERM) does not hold up the rest.
+// DefaultGrace after SIGTERM) does not hold up the rest.
 func (t *Topology) Stop() error {
 	var (
 		mu   sync.Mutex
@@ -249,7 +245,7 @@ func (t *Topology) AdminKubeconfig() string { return t.adminKubeconfig }
 // ShardConfig is shard i's admin (context shard-base of the admin.kubeconfig
 // the shard wrote) at the shard's own base URL, past the front-proxy.
 func (t *Topology) ShardConfig(i int) (*rest.Config, error) {
-	return t.shardAdmin(t.Shards[i].Dir, t.Shards[i].URL)
+	return t.shardAdmin(t.Shards[i].Dir, t.Shards[i].URL())
 }
 
 // CacheConfig is the cache server's client (system:masters) at its base
@@ -257,32 +253,28 @@ func (t *Topology) ShardConfig(i int) (*rest.Config, error) {
 func (t *Topology) CacheConfig() *rest.Config { return t.cacheClient().restConfig() }
 
 // startComponent runs one server and waits until /readyz answers 200 to cfg.
-func (t *Topology) startComponent(ctx context.Context, name, dir, binary string, args []string, port int, cfg func() (*rest.Config, error)) (*Component, error) {
+func (t *Topology) startComponent(ctx context.Context, name, dir, binary string, args []string, cfg func() (*rest.Config, error)) (*Component, error) {
 	log, err := os.Create(filepath.Join(dir, "output.log"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	popts := process.Options{Path: binary, Args: args, Dir: dir, MergeStdout: true, StderrTee: log}
+	cmd := Command{Path: binary, Args: args, Dir: dir, MergeStdout: true, StderrTee: log}
 	if len(t.opts.Env) > 0 {
-		popts.Env = append(os.Environ(), t.opts.Env...)
+		cmd.Env = append(os.Environ(), t.opts.Env...)
 	}
 	began := time.Now()
-	p, err := process.Start(popts)
+	p, err := Start(cmd)
 	if err != nil {
 		log.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	c := &Component{Process: p, Name: name, Dir: dir, URL: loopback(port), log: log}
-	if _, err := kcpserver.WaitReady(ctx, p, t.opts.ReadyTimeout, cfg); err != nil {
+	c := &Component{Server: p, Name: name, Dir: dir, log: log}
+	if err := p.waitReady(ctx, readiness{what: name, timeout: t.opts.ReadyTimeout, interval: 500 * time.Millisecond, probe: readyzProbe(cfg)}); err != nil {
 		_ = p.Stop()
 		log.Close()
-		msg := fmt.Sprintf("%s (%s): %v", name, binary, err)
-		if f := p.Fatal(); f != nil {
-			msg += "\n" + f.String()
-		}
-		return nil, fmt.Errorf("%s\n%s output (last lines, all in %s):\n%s", msg, name, log.Name(), process.TailLines(p.Stderr(), 30))
+		return nil, startFailure(p, fmt.Errorf("%s: %w", binary, err), fmt.Sprintf("%s output (all in %s)", name, log.Name()), 30)
 	}
 	c.StartedIn = time.Since(began)
-	t.opts.Progress("%s ready on %s after %s (pid %d)", name, c.URL, c.StartedIn.Round(time.Millisecond), p.PID())
+	t.opts.Progress("%s ready on %s after %s (pid %d)", name, c.URL(), c.StartedIn.Round(time.Millisecond), p.PID())
 	return c, nil
 }

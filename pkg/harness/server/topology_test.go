@@ -1,4 +1,4 @@
-package shardedkcp
+package server
 
 import (
 	"context"
@@ -8,20 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 func TestStartNamesMissingBinary(t *testing.T) {
-	bins := BinariesIn(t.TempDir(), "-pristine")
-	_, err := Start(context.Background(), Options{Binaries: bins, Dir: t.TempDir()})
+	bins := TopologyBinariesIn(t.TempDir(), "-pristine")
+	_, err := StartTopology(context.Background(), TopologyOptions{Binaries: bins, Dir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), bins.KCP) || !strings.Contains(err.Error(), "make sharded") {
 		t.Errorf("Start without binaries = %v, want an error naming %s and make sharded", err, bins.KCP)
 	}
-	if _, err := Start(context.Background(), Options{Binaries: bins}); err == nil || !strings.Contains(err.Error(), "Dir") {
-		t.Errorf("Start without Dir = %v, want an error naming Options.Dir", err)
+	if _, err := StartTopology(context.Background(), TopologyOptions{Binaries: bins}); err == nil || !strings.Contains(err.Error(), "Dir") {
+		t.Errorf("Start without Dir = %v, want an error naming TopologyOptions.Dir", err)
 	}
 }
 
@@ -80,17 +78,4 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return c
-}
-
-func TestCacheListersValid(t *testing.T) {
-	o := CacheListers([]string{"root"}, time.Second)
-	o.Config = &rest.Config{Host: "https://127.0.0.1:1" + CachePrefix}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range o.ListerShapes {
-		if s.KCPMetadataClient {
-			t.Errorf("the cache server's listers include kcp's metadata client (%s)", s.Name())
-		}
-	}
 }

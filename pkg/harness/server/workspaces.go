@@ -1,4 +1,4 @@
-package kcpserver
+package server
 
 import (
 	"context"
@@ -38,11 +38,11 @@ func (e *StalledError) Error() string {
 	return fmt.Sprintf("workspace root:%s still %q after %s", e.Workspace, e.Phase, e.After)
 }
 
-// StartWithWorkspaces starts kcp (Start) and creates the workspaces
+// StartKCPWithWorkspaces starts kcp (StartKCP) and creates the workspaces
 // (CreateWorkspaces); it returns the running kcp with the workspaces' logical
 // clusters, or stops kcp on an error.
-func StartWithWorkspaces(ctx context.Context, opts Options, names []string) (*Server, []string, error) {
-	s, err := Start(ctx, opts)
+func StartKCPWithWorkspaces(ctx context.Context, opts KCPOptions, names []string) (*KCP, []string, error) {
+	s, err := StartKCP(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,8 +89,8 @@ func waitForWorkspaceType(ctx context.Context, dc dynamic.Interface) error {
 // CreateWorkspaces creates workspaces under root through kcp's Workspace API
 // (tenancy.kcp.io, the default type), waits until each is Ready, and returns
 // their logical cluster names (what kcp.io/cluster says on their objects), in
-// the order of names: Workspaces.Create as kcp-admin on this kcp.
-func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string, error) {
+// the order of names: WorkspaceCreator.Create as kcp-admin on this kcp.
+func (s *KCP) CreateWorkspaces(ctx context.Context, names []string) ([]string, error) {
 	// Workspaces are created as kcp-admin (context base), not as the shard
 	// admin: kcp records a workspace's creator only for users like it, and
 	// its workspace initializer acts as that creator; a workspace the shard
@@ -100,12 +100,12 @@ func (s *Server) CreateWorkspaces(ctx context.Context, names []string) ([]string
 	if err != nil {
 		return nil, fmt.Errorf("the kcp-admin credentials in %s: %w", s.KubeconfigPath(), err)
 	}
-	return Workspaces{Config: cfg, Exited: s.Done(), Progress: s.opts.Progress}.Create(ctx, names)
+	return WorkspaceCreator{Config: cfg, Exited: s.Done(), Progress: s.opts.Progress}.Create(ctx, names)
 }
 
-// Workspaces creates workspaces under root at one kcp endpoint: a shard, or
-// the front-proxy of a sharded kcp.
-type Workspaces struct {
+// WorkspaceCreator creates workspaces under root at one kcp endpoint: a
+// shard, or the front-proxy of a sharded kcp.
+type WorkspaceCreator struct {
 	// Config is kcp-admin (a user kcp records as a workspace's creator) at
 	// the endpoint's base URL.
 	Config *rest.Config
@@ -123,7 +123,7 @@ type Workspaces struct {
 // workspaces are reused. A workspace still Initializing after
 // WorkspaceInitTimeout is replaced once (name-r1), then a *StalledError; it
 // gives up after WorkspaceReadyTimeout in all.
-func (w Workspaces) Create(ctx context.Context, names []string) ([]string, error) {
+func (w WorkspaceCreator) Create(ctx context.Context, names []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, WorkspaceReadyTimeout)
 	defer cancel()
 	cfg := rest.CopyConfig(w.Config)
@@ -164,7 +164,7 @@ func (w Workspaces) Create(ctx context.Context, names []string) ([]string, error
 
 // createWorkspace creates root:name (or finds it) and waits up to
 // WorkspaceInitTimeout for it to be Ready, returning its logical cluster.
-func (w Workspaces) createWorkspace(ctx context.Context, ws dynamic.ResourceInterface, name string) (string, error) {
+func (w WorkspaceCreator) createWorkspace(ctx context.Context, ws dynamic.ResourceInterface, name string) (string, error) {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "tenancy.kcp.io/v1alpha1",
 		"kind":       "Workspace",

@@ -1,4 +1,4 @@
-package shardedkcp
+package server
 
 import (
 	"context"
@@ -30,14 +30,20 @@ func (t *Topology) mkdir(name string) (string, error) {
 	return dir, nil
 }
 
-// serverFiles makes a server's root directory with its serving certificate,
-// and a system:masters client certificate for user, what a shard and a
-// virtual-workspaces server present to the servers they call.
-func (t *Topology) serverFiles(name, user string) (dir string, serving, client certPair, err error) {
+// servingDir makes a server's root directory with its serving certificate.
+func (t *Topology) servingDir(name string) (dir string, serving certPair, err error) {
 	if dir, err = t.mkdir(name); err != nil {
 		return
 	}
-	if serving, err = t.pki.serverCert(dir); err != nil {
+	serving, err = t.pki.serverCert(dir)
+	return
+}
+
+// serverFiles is servingDir plus a system:masters client certificate for
+// user, what a shard and a virtual-workspaces server present to the servers
+// they call.
+func (t *Topology) serverFiles(name, user string) (dir string, serving, client certPair, err error) {
+	if dir, serving, err = t.servingDir(name); err != nil {
 		return
 	}
 	client, err = t.pki.clientCert(t.pki.clientCA, user, groupMasters)
@@ -52,11 +58,7 @@ func (t *Topology) cacheClient() kubeconfig {
 // startCache runs cache-server (sharded-test-server's cache.go), with a
 // serving certificate of the topology's CA instead of a self-signed one.
 func (t *Topology) startCache(ctx context.Context) error {
-	dir, err := t.mkdir("cache-server")
-	if err != nil {
-		return err
-	}
-	serving, err := t.pki.serverCert(dir)
+	dir, serving, err := t.servingDir("cache-server")
 	if err != nil {
 		return err
 	}
@@ -78,7 +80,7 @@ func (t *Topology) startCache(ctx context.Context) error {
 		"--embedded-etcd-client-port=" + strconv.Itoa(t.ports.cacheEtcd),
 		"--embedded-etcd-peer-port=" + strconv.Itoa(t.ports.cacheEtcdPeer),
 	}
-	t.Cache, err = t.startComponent(ctx, "cache-server", dir, t.opts.Binaries.CacheServer, args, t.ports.cache,
+	t.Cache, err = t.startComponent(ctx, "cache-server", dir, t.opts.Binaries.CacheServer, args,
 		func() (*rest.Config, error) { return client.restConfig(), nil })
 	return err
 }
@@ -127,7 +129,7 @@ func (t *Topology) startShard(ctx context.Context, i int) error {
 	if i > 0 {
 		args = append(args, "--root-shard-kubeconfig-file="+filepath.Join(t.Shards[0].Dir, "admin.kubeconfig"))
 	}
-	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.KCP, args, t.ports.shard[i],
+	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.KCP, args,
 		func() (*rest.Config, error) { return t.shardAdmin(dir, loopback(t.ports.shard[i])) })
 	if err != nil {
 		return err
@@ -167,7 +169,7 @@ func (t *Topology) startVirtualWorkspaces(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	toShard := kubeconfig{Name: "shard", Server: t.Shards[i].URL, CA: t.pki.ServingCAFile, Client: client}
+	toShard := kubeconfig{Name: "shard", Server: t.Shards[i].URL(), CA: t.pki.ServingCAFile, Client: client}
 	toShardPath := filepath.Join(dir, "virtualworkspace.kubeconfig")
 	if err := toShard.write(toShardPath); err != nil {
 		return err
@@ -195,7 +197,7 @@ func (t *Topology) startVirtualWorkspaces(ctx context.Context, i int) error {
 	}
 	ready := toShard
 	ready.Server = loopback(port)
-	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.VirtualWorkspaces, args, port,
+	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.VirtualWorkspaces, args,
 		func() (*rest.Config, error) { return ready.restConfig(), nil })
 	if err != nil {
 		return err
@@ -208,17 +210,13 @@ func (t *Topology) startVirtualWorkspaces(ctx context.Context, i int) error {
 // /clusters/ maps to the root shard, which the proxy asks for the shards
 // and where each workspace lives.
 func (t *Topology) startFrontProxy(ctx context.Context) error {
-	dir, err := t.mkdir("front-proxy")
-	if err != nil {
-		return err
-	}
-	serving, err := t.pki.serverCert(dir)
+	dir, serving, err := t.servingDir("front-proxy")
 	if err != nil {
 		return err
 	}
 	mappings := []proxytypes.PathMapping{{
 		Path:            "/clusters/",
-		Backend:         t.Shards[0].URL,
+		Backend:         t.Shards[0].URL(),
 		BackendServerCA: t.pki.ServingCAFile,
 		ProxyClientCert: t.pki.FrontProxyRequestHeader.Cert,
 		ProxyClientKey:  t.pki.FrontProxyRequestHeader.Key,
@@ -260,7 +258,7 @@ func (t *Topology) startFrontProxy(ctx context.Context) error {
 		"--tls-private-key-file=" + serving.Key,
 	}
 	args = append(args, requestHeaderFlags...)
-	t.FrontProxy, err = t.startComponent(ctx, "front-proxy", dir, t.opts.Binaries.FrontProxy, args, t.ports.frontProxy,
+	t.FrontProxy, err = t.startComponent(ctx, "front-proxy", dir, t.opts.Binaries.FrontProxy, args,
 		func() (*rest.Config, error) { return admin.restConfig(), nil })
 	return err
 }
@@ -279,7 +277,7 @@ func (t *Topology) writeRootKubeconfig(path string) error {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	for _, c := range raw.Clusters {
-		c.Server = t.Shards[0].URL
+		c.Server = t.Shards[0].URL()
 		c.CertificateAuthorityData, c.CertificateAuthority = nil, t.pki.ServingCAFile
 	}
 	return clientcmd.WriteToFile(*raw, path)

@@ -1,4 +1,4 @@
-package process
+package server
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestStopAskedChildExitsOnSIGTERM(t *testing.T) {
-	p, err := Start(Options{Path: "/bin/sleep", Args: []string{"60"}})
+	p, err := Start(Command{Path: "/bin/sleep", Args: []string{"60"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestStopAskedChildExitsOnSIGTERM(t *testing.T) {
 }
 
 func TestStopKillsAfterGrace(t *testing.T) {
-	p, err := Start(Options{Path: "/bin/sh", Args: []string{"-c", `trap "" TERM; echo ignoring >&2; sleep 60 & wait`}, Grace: 300 * time.Millisecond})
+	p, err := Start(Command{Path: "/bin/sh", Args: []string{"-c", `trap "" TERM; echo ignoring >&2; sleep 60 & wait`}, Grace: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestStopKillsAfterGrace(t *testing.T) {
 }
 
 func TestDiedOnItsOwn(t *testing.T) {
-	p, err := Start(Options{Path: "/bin/sh", Args: []string{"-c", "echo out; echo 'fatal error: concurrent map writes' >&2; exit 2"}, MergeStdout: true})
+	p, err := Start(Command{Path: "/bin/sh", Args: []string{"-c", "echo out; echo 'fatal error: concurrent map writes' >&2; exit 2"}, MergeStdout: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package shardedkcp
+package server
 
 import (
 	"fmt"
@@ -52,7 +52,8 @@ func (k kubeconfig) restConfig() *rest.Config {
 }
 
 // contextConfig reads context of a kubeconfig kcp wrote and points it at
-// host (kcp writes the address it advertises, which may be the front-proxy's).
+// host (kcp writes the address it advertises, which may be the front-proxy's,
+// or after a restart the previous port), client-side rate limiting off.
 func contextConfig(path, context, host string) (*rest.Config, error) {
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path},

@@ -1,10 +1,4 @@
-// Package process runs the servers this project tests and measures (the test
-// shard, kcp) as child processes: each in its own process group, killed by the
-// kernel if this process dies, stopped with SIGTERM and then SIGKILL after a
-// grace period (exec.Cmd's Cancel and WaitDelay), its stderr captured for the
-// fatal runtime errors and race reports ParseFatal finds. It does not import
-// testing: commands use it too.
-package process
+package server
 
 import (
 	"bytes"
@@ -20,13 +14,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // DefaultGrace is how long Stop waits after SIGTERM before SIGKILL.
 const DefaultGrace = 30 * time.Second
 
-// Options say what to run.
-type Options struct {
+// Command says what to run.
+type Command struct {
 	// Path is the binary. Required.
 	Path string
 	Args []string
@@ -45,11 +41,14 @@ type Options struct {
 	Grace time.Duration
 }
 
-// Process is a running (or exited) child.
-type Process struct {
-	opts   Options
+// Server is a running (or exited) child process: every launcher's server
+// (StartShard, StartKCP, StartTopology's components) is one, and so is the
+// test binary kcpe2e runs. Its config is set once the launcher saw it ready.
+type Server struct {
+	opts   Command
 	pid    int
 	stderr lockedBuffer
+	config *rest.Config // nil until ready
 
 	done    chan struct{} // closed when the child has exited and been reaped
 	exitErr error         // valid after done
@@ -62,14 +61,14 @@ type Process struct {
 }
 
 // Start runs the child. It returns once the child runs (or failed to start).
-func Start(opts Options) (*Process, error) {
+func Start(opts Command) (*Server, error) {
 	if opts.Path == "" {
-		return nil, errors.New("process: Options.Path is empty")
+		return nil, errors.New("server: Command.Path is empty")
 	}
 	if st, err := os.Stat(opts.Path); err != nil {
-		return nil, fmt.Errorf("process: %w", err)
+		return nil, fmt.Errorf("server: %w", err)
 	} else if st.IsDir() {
-		return nil, fmt.Errorf("process: %s is a directory", opts.Path)
+		return nil, fmt.Errorf("server: %s is a directory", opts.Path)
 	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGrace
@@ -79,7 +78,7 @@ func Start(opts Options) (*Process, error) {
 		opts.Path = abs
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	p := &Process{opts: opts, done: make(chan struct{}), stop: stop}
+	s := &Server{opts: opts, done: make(chan struct{}), stop: stop}
 	started := make(chan error, 1)
 	// Pdeathsig fires when the thread that created the child exits, so the
 	// child is started from a goroutine locked to its OS thread that stays
@@ -87,7 +86,7 @@ func Start(opts Options) (*Process, error) {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		defer close(p.done)
+		defer close(s.done)
 
 		cmd := exec.CommandContext(ctx, opts.Path, opts.Args...)
 		// Stop cancels ctx: SIGTERM to the whole group, then, after the
@@ -98,29 +97,29 @@ func Start(opts Options) (*Process, error) {
 		cmd.Env = opts.Env
 		cmd.Stdout = opts.Stdout
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd.Stderr = &p.stderr
+		cmd.Stderr = &s.stderr
 		if opts.StderrTee != nil {
-			cmd.Stderr = io.MultiWriter(&p.stderr, opts.StderrTee)
+			cmd.Stderr = io.MultiWriter(&s.stderr, opts.StderrTee)
 		}
 		if opts.MergeStdout {
 			cmd.Stdout = cmd.Stderr
 		}
 		if err := cmd.Start(); err != nil {
-			p.exitErr = err
+			s.exitErr = err
 			started <- fmt.Errorf("starting %s: %w", opts.Path, err)
 			return
 		}
-		p.pid = cmd.Process.Pid
+		s.pid = cmd.Process.Pid
 		started <- nil
-		p.exitErr = cmd.Wait()
-		if errors.Is(p.exitErr, context.Canceled) {
-			p.exitErr = nil // status 0 after SIGTERM: exec reports the cancellation
+		s.exitErr = cmd.Wait()
+		if errors.Is(s.exitErr, context.Canceled) {
+			s.exitErr = nil // status 0 after SIGTERM: exec reports the cancellation
 		}
 	}()
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	return p, nil
+	return s, nil
 }
 
 // Stop asks the child to shut down (SIGTERM to its process group), kills the
@@ -129,35 +128,35 @@ func Start(opts Options) (*Process, error) {
 // and ExitError), an *UncleanExitError if it exited non-zero when asked (a
 // -race build that saw a race exits 66). Calling it again returns the first
 // result.
-func (p *Process) Stop() error {
-	p.stopOnce.Do(func() {
-		defer p.stop()
-		p.mu.Lock()
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		defer s.stop()
+		s.mu.Lock()
 		select {
-		case <-p.done:
+		case <-s.done:
 		default:
-			p.asked = true
+			s.asked = true
 		}
-		asked := p.asked
-		p.mu.Unlock()
+		asked := s.asked
+		s.mu.Unlock()
 
 		if asked {
 			askedAt := time.Now()
-			p.stop()
-			<-p.done
+			s.stop()
+			<-s.done
 			switch {
-			case p.exitErr == nil:
-			case killed(p.exitErr) && time.Since(askedAt) >= p.opts.Grace:
-				p.stopErr = fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM; killed", p.opts.Path, p.pid, p.opts.Grace)
+			case s.exitErr == nil:
+			case killed(s.exitErr) && time.Since(askedAt) >= s.opts.Grace:
+				s.stopErr = fmt.Errorf("%s (pid %d) did not stop within %s of SIGTERM; killed", s.opts.Path, s.pid, s.opts.Grace)
 			default:
-				p.stopErr = &UncleanExitError{Path: p.opts.Path, PID: p.pid, Err: p.exitErr}
+				s.stopErr = &UncleanExitError{Path: s.opts.Path, PID: s.pid, Err: s.exitErr}
 			}
 		}
-		<-p.done
+		<-s.done
 		// Anything left in the group (there should be nothing) goes too.
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 	})
-	return p.stopErr
+	return s.stopErr
 }
 
 // killed says whether err is the exit of a process killed by SIGKILL.
@@ -185,38 +184,65 @@ func (e *UncleanExitError) Error() string {
 func (e *UncleanExitError) Unwrap() error { return e.Err }
 
 // Done is closed when the child has exited.
-func (p *Process) Done() <-chan struct{} { return p.done }
+func (s *Server) Done() <-chan struct{} { return s.done }
 
 // ExitError is the child's exit error (nil while it runs or after status 0).
-func (p *Process) ExitError() error {
+func (s *Server) ExitError() error {
 	select {
-	case <-p.done:
-		return p.exitErr
+	case <-s.done:
+		return s.exitErr
 	default:
 		return nil
 	}
 }
 
 // Died reports whether the child exited without being asked to (a crash).
-func (p *Process) Died() bool {
+func (s *Server) Died() bool {
 	select {
-	case <-p.done:
+	case <-s.done:
 	default:
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.asked
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.asked
 }
 
 // PID is the child's process id (also its process group id).
-func (p *Process) PID() int { return p.pid }
+func (s *Server) PID() int { return s.pid }
 
 // Stderr is everything the child wrote to stderr so far.
-func (p *Process) Stderr() string { return p.stderr.String() }
+func (s *Server) Stderr() string { return s.stderr.String() }
 
 // Fatal is the first fatal runtime error or race report in Stderr, or nil.
-func (p *Process) Fatal() *Fatal { return ParseFatal(p.Stderr()) }
+func (s *Server) Fatal() *Fatal { return ParseFatal(s.Stderr()) }
+
+// Config is the client config the launcher saw the server ready with, at its
+// base URL (no /clusters/ prefix); nil for a child no launcher waited for.
+func (s *Server) Config() *rest.Config {
+	if s.config == nil {
+		return nil
+	}
+	return rest.CopyConfig(s.config)
+}
+
+// URL is the server's base URL, https://127.0.0.1:PORT ("" before it was ready).
+func (s *Server) URL() string {
+	if s.config == nil {
+		return ""
+	}
+	return s.config.Host
+}
+
+// ClusterConfig is Config for /clusters/<name>; "*" is the wildcard.
+func (s *Server) ClusterConfig(name string) *rest.Config {
+	c := s.Config()
+	if c == nil {
+		return nil
+	}
+	c.Host = strings.TrimSuffix(c.Host, "/") + "/clusters/" + name
+	return c
+}
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
 type lockedBuffer struct {

@@ -1,4 +1,4 @@
-package shardedkcp
+package server
 
 import (
 	"fmt"

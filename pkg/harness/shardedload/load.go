@@ -1,4 +1,7 @@
-package shardedkcp
+// Package shardedload runs load on a sharded kcp (server.StartTopology):
+// hammer loads on shards' own endpoints and on the cache server, and probes
+// of workspaces through the front-proxy meanwhile.
+package shardedload
 
 import (
 	"context"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // CachePrefix is where kcp's clients reach the cache server's data for every
@@ -28,7 +32,7 @@ type Plan struct {
 	Cache *hammer.Options
 	// Probe are the workspaces to probe through the front-proxy every
 	// ProbeInterval from before the load until Linger after it.
-	Probe         []Workspace
+	Probe         []server.Workspace
 	ProbeInterval time.Duration
 	// Linger keeps the probes going after the load ends, so they show what
 	// the front-proxy answers once a shard is gone.
@@ -60,8 +64,8 @@ func CacheLoad(base hammer.Options, clusters []string) hammer.Options {
 	return o
 }
 
-// Run runs the plan: every hammer at once, the probes around them.
-func (t *Topology) Run(ctx context.Context, p Plan) (*Outcome, error) {
+// Run runs the plan on t: every hammer at once, the probes around them.
+func Run(ctx context.Context, t *server.Topology, p Plan) (*Outcome, error) {
 	if p.ProbeInterval <= 0 {
 		p.ProbeInterval = 500 * time.Millisecond
 	}
@@ -90,7 +94,7 @@ func (t *Topology) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	}
 	for _, j := range jobs {
 		if err := j.opts.Validate(); err != nil {
-			return nil, fmt.Errorf("plan for %s: %w", t.jobName(j.shard), err)
+			return nil, fmt.Errorf("plan for %s: %w", jobName(j.shard), err)
 		}
 	}
 
@@ -98,7 +102,7 @@ func (t *Topology) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	var prober *Prober
 	if len(p.Probe) > 0 {
 		var err error
-		if prober, err = t.StartProber(ctx, p.Probe, p.ProbeInterval); err != nil {
+		if prober, err = StartProber(ctx, t, p.Probe, p.ProbeInterval); err != nil {
 			return nil, err
 		}
 	}
@@ -115,7 +119,7 @@ func (t *Topology) Run(ctx context.Context, p Plan) (*Outcome, error) {
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				errs = append(errs, fmt.Sprintf("%s: %v", t.jobName(j.shard), err))
+				errs = append(errs, fmt.Sprintf("%s: %v", jobName(j.shard), err))
 			case j.shard < 0:
 				out.Cache = rep
 			default:
@@ -138,11 +142,11 @@ func (t *Topology) Run(ctx context.Context, p Plan) (*Outcome, error) {
 	return out, nil
 }
 
-func (t *Topology) jobName(shard int) string {
+func jobName(shard int) string {
 	if shard < 0 {
 		return "cache-server"
 	}
-	return "shard " + ShardName(shard)
+	return "shard " + server.ShardName(shard)
 }
 
 // ListsPerSecond is a report's successful LISTs over its load's duration.
