@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kcp-carry/kcp-carry/cmd/cmdline"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )

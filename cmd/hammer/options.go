@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kcp-carry/kcp-carry/cmd/cmdline"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 

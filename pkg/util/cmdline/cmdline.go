@@ -1,7 +1,6 @@
 // Package cmdline parses the command line of a main in cmd/ whose options
 // have kcp's shape (AddFlags, Complete, Validate), so that hammer, evidence
 // and soak parse, refuse stray arguments and report errors the same way.
-// It is not a command: `go build ./cmd/...` builds it and writes nothing.
 package cmdline
 
 import (
