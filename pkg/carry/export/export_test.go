@@ -35,14 +35,14 @@ type fixturePatch struct {
 	edit    func(t *testing.T, dir string)
 }
 
-// newCarryFixture serves the modules' pristine trees from a file:// proxy
+// newCarryFixture serves the modules' pristine trees from a test proxy
 // and writes a project root pinning them (go.mod replaces, go.sum) with a
 // carry in staging-patches/ made by git from the fixture's edits.
 func newCarryFixture(t *testing.T, mods []fixtureModule) string {
 	t.Helper()
 	needGit(t)
 	base := t.TempDir()
-	proxy := proxyEnv(t, base)
+	proxy := filepath.Join(base, "proxy")
 	root := filepath.Join(base, "proj")
 	gomod := "module github.com/kcp-carry/kcp-carry\n\ngo 1.22\n\nrequire (\n"
 	for _, m := range mods {
@@ -85,6 +85,7 @@ func newCarryFixture(t *testing.T, mods []fixtureModule) string {
 		}
 		testfs.Write(t, filepath.Join(patchesDir, "series"), series)
 	}
+	testproxy.Serve(t, proxy, filepath.Join(base, "modcache"))
 	testfs.Write(t, filepath.Join(root, "go.mod"), gomod+replaces)
 	testfs.Write(t, filepath.Join(root, "go.sum"), gosum)
 	return root

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
@@ -143,20 +142,6 @@ func compareWithOverlay(t *testing.T, root, out string, dirs map[string]string) 
 	}
 }
 
-// proxyEnv makes the go command use a file:// proxy and a module cache
-// inside the test's temporary directory.
-func proxyEnv(t *testing.T, base string) string {
-	t.Helper()
-	proxy := filepath.Join(base, "proxy")
-	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(proxy))
-	t.Setenv("GOMODCACHE", filepath.Join(base, "modcache"))
-	t.Setenv("GOFLAGS", "-modcacherw")
-	t.Setenv("GOSUMDB", "off")
-	t.Setenv("GONOSUMDB", "*")
-	t.Setenv("GOTOOLCHAIN", "local")
-	return proxy
-}
-
 // commitPatch commits the work tree of the git repository dir with the
 // given author, date and message and returns it as a module-relative
 // format-patch file, as the carry keeps them.
@@ -173,11 +158,4 @@ func commitPatch(t *testing.T, dir, message string) string {
 		t.Fatal(err)
 	}
 	return git(t, dir, "format-patch", "-1", "--stdout", "--zero-commit", "--no-signature", "-M", "HEAD")
-}
-
-// forkModule is a synthetic fork module served from the test proxy.
-type forkModule struct {
-	module string // module path (the go.mod's)
-	fork   module.Version
-	files  map[string]string
 }
