@@ -17,8 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/mod/module"
-
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
@@ -26,14 +24,11 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
 )
 
-// Options configures Run. Paths default as in overlay.Options.
+// Options configures Run.
 type Options struct {
-	Root       string
-	PatchesDir string
-	OverlayDir string
-	GoSumPath  string
-	// Pins as in overlay.Options: nil reads Root/go.mod.
-	Pins map[string]module.Version
+	// Root is the repository root; the carry, the overlay, go.mod's pins
+	// and go.sum are where overlay.Options puts them by default.
+	Root string
 	// Module limits the refresh to one carried module; "" means every
 	// module whose overlay tree was edited.
 	Module string
@@ -79,10 +74,7 @@ type edited struct {
 // are only written once the regenerated series has been checked to
 // reproduce the edited tree exactly.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	oo, err := overlay.Options{
-		Root: opts.Root, PatchesDir: opts.PatchesDir, OverlayDir: opts.OverlayDir,
-		GoSumPath: opts.GoSumPath, Pins: opts.Pins,
-	}.Resolve()
+	oo, err := overlay.Options{Root: opts.Root}.Resolve()
 	if err != nil {
 		return nil, err
 	}
