@@ -80,9 +80,7 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 func TestPristineSequentialProbePollutes(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
-	o := loadOptions(t, s)
-	o.SequentialProbe = true
-	rep := runHammer(t, o)
+	rep := runSequentialProbe(t, loadOptions(t, s))
 
 	if rep.Death.Died {
 		t.Fatalf("the pristine shard died of a sequential probe: %s", rep.Death.Evidence)
@@ -112,9 +110,7 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 func TestPatchedSequentialProbeClean(t *testing.T) {
 	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
 	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
-	o := loadOptions(t, s)
-	o.SequentialProbe = true
-	rep := runHammer(t, o)
+	rep := runSequentialProbe(t, loadOptions(t, s))
 	expectChecksHeld(t, rep, hammer.CheckAPIVersion, hammer.CheckPollution)
 	if rep.ExitCode != hammer.ExitClean {
 		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)
