@@ -52,8 +52,7 @@ func TestExportTheCarry(t *testing.T) {
 		}
 		dirs[m.Module] = "staging/src/" + m.Module
 	}
-	first := testfs.Read(t, filepath.Join(out, res.Patches[0].File))
-	testfs.ContainsAll(t, res.Patches[0].File, first,
+	exportedContains(t, out, res.Patches[0].File,
 		"Subject: [PATCH 1/",
 		"diff --git a/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go b/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go\n",
 		" staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go ",

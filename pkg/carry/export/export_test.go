@@ -204,8 +204,7 @@ func TestExportStagingLayout(t *testing.T) {
 
 	// Paths are fork paths everywhere, renames, new and deleted files and
 	// the diffstat included; headers come from the carry patches.
-	p2 := testfs.Read(t, filepath.Join(out, res.Patches[1].File))
-	testfs.ContainsAll(t, res.Patches[1].File, p2,
+	p2 := exportedContains(t, out, res.Patches[1].File,
 		"From: Carry Tester <tester@example.com>\nDate: Thu, 1 Jan 2026 01:00:00 +0100\n",
 		"Subject: [PATCH 2/3] UPSTREAM: <carry>: handlers: move Serve to new.go\n",
 		"\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n\nSigned-off-by: Carry Tester <tester@example.com>\n---\n",

@@ -128,6 +128,15 @@ func exportedPatches(t *testing.T, dir string) []string {
 	return patches
 }
 
+// exportedContains reads the exported file out/file, reports each of wants
+// it lacks, and returns it.
+func exportedContains(t *testing.T, out, file string, wants ...string) string {
+	t.Helper()
+	text := testfs.Read(t, filepath.Join(out, file))
+	testfs.ContainsAll(t, file, text, wants...)
+	return text
+}
+
 // compareWithOverlay fails the test unless the exported series in out,
 // applied to the pristine fork, gives the trees overlay.Run builds.
 func compareWithOverlay(t *testing.T, root, out string, dirs map[string]string) {
