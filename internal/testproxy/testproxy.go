@@ -7,8 +7,6 @@ package testproxy
 
 import (
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,59 +15,40 @@ import (
 	"github.com/rogpeppe/go-internal/goproxytest"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
 )
 
 // Add copies the module tree in dir into proxyDir as m, leaving out
 // subdirectories that hold their own go.mod (a module zip does not contain
 // them), and returns the h1: hash of the zip the proxy serves (the go.sum
-// line's hash). info, when not nil, is served as the .info (for Origin
-// data); otherwise goproxytest makes one up.
+// line's hash). goproxytest leaves files whose names start with a dot out
+// of the zip, so dir must have none. info, when not nil, is served as the
+// .info (for Origin data); otherwise goproxytest makes one up.
 func Add(proxyDir string, m module.Version, dir string, info []byte) (string, error) {
 	archive, err := archiveDir(proxyDir, m)
 	if err != nil {
 		return "", err
 	}
-	var files []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil && rel != "." {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasPrefix(rel, ".") {
-			return fmt.Errorf("%s: goproxytest does not serve files whose names start with a dot", p)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files = append(files, filepath.ToSlash(rel))
-		return writeFile(filepath.Join(archive, rel), data)
-	})
-	if err != nil {
+	nested := func(rel string) (bool, error) {
+		_, err := os.Stat(filepath.Join(dir, rel, "go.mod"))
+		return err == nil, nil
+	}
+	if err := copytree.Copy(dir, archive, copytree.Options{Skip: nested}); err != nil {
 		return "", fmt.Errorf("serving %s as %s: %w", dir, m, err)
 	}
+	// Hashed before .info joins the files: the zip holds every other file
+	// under <path>@<version>/.
+	sum, err := dirhash.HashDir(archive, m.Path+"@"+m.Version, dirhash.Hash1)
+	if err != nil {
+		return "", err
+	}
 	if info != nil {
-		if err := writeFile(filepath.Join(archive, ".info"), info); err != nil {
+		if err := os.WriteFile(filepath.Join(archive, ".info"), info, 0o644); err != nil {
 			return "", err
 		}
 	}
-	prefix := m.Path + "@" + m.Version + "/"
-	zipNames := make([]string, len(files))
-	for i, f := range files {
-		zipNames[i] = prefix + f
-	}
-	return dirhash.Hash1(zipNames, func(name string) (io.ReadCloser, error) {
-		return os.Open(filepath.Join(archive, filepath.FromSlash(strings.TrimPrefix(name, prefix))))
-	})
+	return sum, nil
 }
 
 // archiveDir is where goproxytest looks for m's files: a directory named
@@ -88,13 +67,6 @@ func archiveDir(proxyDir string, m module.Version) (string, error) {
 		return "", err
 	}
 	return filepath.Join(proxyDir, strings.ReplaceAll(ep, "/", "_")+"_"+ev), nil
-}
-
-func writeFile(p string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, data, 0o644)
 }
 
 // Serve starts goproxytest on proxyDir, which must already hold every
