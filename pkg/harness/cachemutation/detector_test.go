@@ -730,18 +730,18 @@ func TestHoldingRequests(t *testing.T) {
 // listConfigMaps lists every ConfigMap through s, as a LIST request with ctx does.
 func listConfigMaps(t *testing.T, s storage.Interface, ctx context.Context) *corev1.ConfigMapList {
 	t.Helper()
-	list := &corev1.ConfigMapList{}
-	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-		t.Fatal(err)
-	}
-	return list
+	return listAll(t, s, ctx, "/configmaps/", &corev1.ConfigMapList{})
 }
 
 // listClusterRoles lists every ClusterRole through s, as a LIST request with ctx does.
 func listClusterRoles(t *testing.T, s storage.Interface, ctx context.Context) *rbacv1.ClusterRoleList {
 	t.Helper()
-	list := &rbacv1.ClusterRoleList{}
-	if err := s.GetList(ctx, "/clusterroles/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+	return listAll(t, s, ctx, "/clusterroles/", &rbacv1.ClusterRoleList{})
+}
+
+func listAll[L runtime.Object](t *testing.T, s storage.Interface, ctx context.Context, key string, list L) L {
+	t.Helper()
+	if err := s.GetList(ctx, key, storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
 		t.Fatal(err)
 	}
 	return list
