@@ -15,8 +15,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/shardserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // deathGrace is how long a shard the hammer saw die may take to exit (it
@@ -149,7 +148,7 @@ func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Op
 	if err != nil {
 		return duel.Run{}, err
 	}
-	load.Config = sh.RESTConfig()
+	load.Config = sh.Config()
 	load.ServerExited = sh.Done()
 	rep, err := hammer.Run(ctx, load)
 	if err != nil {
@@ -159,7 +158,7 @@ func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Op
 		return duel.Run{}, ctx.Err()
 	}
 	died := rep.Death.Died || sh.Died()
-	var fatal *process.Fatal
+	var fatal *server.Fatal
 	if died {
 		select {
 		case <-sh.Done():
@@ -199,7 +198,7 @@ func describeRun(r duel.Run) string {
 }
 
 // runOf files a hammer report.
-func runOf(variant string, rep *hammer.Report, fatal *process.Fatal, withTimeline bool) duel.Run {
+func runOf(variant string, rep *hammer.Report, fatal *server.Fatal, withTimeline bool) duel.Run {
 	r := duel.Run{
 		Variant:     variant,
 		Requests:    rep.Requests,
@@ -362,13 +361,13 @@ type slot struct {
 	variant string
 	shard   duel.Shard
 	binary  string
-	cur     *shardserver.Shard
+	cur     *server.Shard
 }
 
 func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 	s := &slot{o: o, variant: duel.Patched}
 	given := o.PatchedBinary
-	v := shardserver.Variant{Pristine: pristine}
+	v := server.ShardBuild{Pristine: pristine}
 	if pristine {
 		s.variant, given = duel.Pristine, o.PristineBinary
 	}
@@ -383,7 +382,7 @@ func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 		}
 		s.binary, s.shard.Build = abs, "given as --"+s.variant+"-binary"
 	default:
-		bin, err := shardserver.BuildShard(ctx, o.Root, v)
+		bin, err := (&server.ShardBuilder{RepoRoot: o.Root}).Build(ctx, v)
 		if err != nil {
 			return nil, fmt.Errorf("the %s test shard: %w", s.variant, err)
 		}
@@ -402,7 +401,7 @@ func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 }
 
 // get returns the running shard, starting one if there is none (or it died).
-func (s *slot) get(ctx context.Context) (*shardserver.Shard, error) {
+func (s *slot) get(ctx context.Context) (*server.Shard, error) {
 	if s.cur != nil {
 		select {
 		case <-s.cur.Done():
@@ -413,7 +412,7 @@ func (s *slot) get(ctx context.Context) (*shardserver.Shard, error) {
 	}
 	// The fork is measured, not the debugging aid: the cache mutation
 	// detector stays off whatever this process's environment says.
-	sh, err := shardserver.Start(ctx, shardserver.Options{Binary: s.binary, Env: []string{cachemutation.EnvVar + "="}})
+	sh, err := server.StartShard(ctx, server.ShardOptions{Binary: s.binary, Env: []string{cachemutation.EnvVar + "="}})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s test shard: %w", s.variant, err)
 	}
@@ -435,7 +434,7 @@ func (s *slot) stop() {
 		return
 	}
 	if err := s.cur.Stop(); err != nil {
-		var unclean *shardserver.UncleanExitError
+		var unclean *server.UncleanExitError
 		if !errors.As(err, &unclean) && s.o.Logf != nil {
 			s.o.Logf("evidence: stopping the %s test shard: %v", s.variant, err)
 		}
