@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/rogpeppe/go-internal/goproxytest"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/rogpeppe/go-internal/txtar"
 	"golang.org/x/mod/module"
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end scripts in testdata/script. Each starts
 // from the files of testdata/fixture.txtar (a synthetic fork module, a
 // project pinning it, and a one-patch carry) plus its own, and talks to a
-// file:// module proxy it builds with mkproxy, so nothing leaves $WORK.
+// local module proxy it starts with mkproxy, so nothing leaves $WORK.
 func TestScripts(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -92,9 +93,10 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// mkproxy SRC builds a file:// GOPROXY in $WORK/proxy from the module
-// trees SRC/<module path>@<version>/. A file SRC/<module path>@<version>.info
-// is served as the .info (to give Origin data); otherwise one is made up.
+// mkproxy SRC adds the module trees SRC/<module path>@<version>/ to
+// $WORK/proxy and points GOPROXY at a goproxytest server of all it holds. A
+// file SRC/<module path>@<version>.info is served as the .info (to give
+// Origin data); otherwise one is made up.
 func cmdMkproxy(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: mkproxy SRC")
@@ -120,6 +122,10 @@ func cmdMkproxy(ts *testscript.TestScript, neg bool, args []string) {
 		return filepath.SkipDir
 	})
 	ts.Check(err)
+	srv, err := goproxytest.NewServer(proxy, "")
+	ts.Check(err)
+	ts.Defer(srv.Close)
+	ts.Setenv("GOPROXY", srv.URL)
 }
 
 // zipedit ZIP NAME FILE replaces the file NAME (module-relative) inside a

@@ -1,9 +1,11 @@
-// Package testfs holds the file helpers the repository's tests share.
+// Package testfs holds the file and text helpers the repository's tests
+// share.
 package testfs
 
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +56,15 @@ func ReadTree(t testing.TB, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// ContainsAll reports, as test errors, each of wants that text (named by
+// what, for the message) lacks.
+func ContainsAll(t testing.TB, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
+	}
 }

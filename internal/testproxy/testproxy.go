@@ -1,28 +1,62 @@
-// Package testproxy writes module versions into a directory laid out as a
-// GOPROXY (<path>/@v/{list,<v>.info,<v>.mod,<v>.zip}), so tests can serve
-// synthetic modules through GOPROXY=file://<dir> without a network.
+// Package testproxy serves synthetic module versions to the go command in
+// tests through go-internal's goproxytest, so that nothing leaves the test's
+// directory. What it adds to goproxytest: module trees copied into its
+// layout as a module zip holds them (without nested modules), the h1: hash
+// of each for go.sum, and the go command's environment for a test.
 package testproxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
+	"testing"
 
+	"github.com/rogpeppe/go-internal/goproxytest"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
-	modzip "golang.org/x/mod/zip"
+
+	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
 )
 
-// Add serves the module tree in dir as m from proxy and returns the h1:
-// hash of its zip (the go.sum line's hash). info is the .info content; if
-// nil, one with the version and a time (the pseudo-version's, if any) is
-// made up.
-func Add(proxy string, m module.Version, dir string, info []byte) (string, error) {
-	if err := module.Check(m.Path, m.Version); err != nil {
+// Add copies the module tree in dir into proxyDir as m, leaving out
+// subdirectories that hold their own go.mod (a module zip does not contain
+// them), and returns the h1: hash of the zip the proxy serves (the go.sum
+// line's hash). goproxytest leaves files whose names start with a dot out
+// of the zip, so dir must have none. info, when not nil, is served as the
+// .info (for Origin data); otherwise goproxytest makes one up.
+func Add(proxyDir string, m module.Version, dir string, info []byte) (string, error) {
+	archive, err := archiveDir(proxyDir, m)
+	if err != nil {
 		return "", err
+	}
+	nested := func(rel string) (bool, error) {
+		_, err := os.Stat(filepath.Join(dir, rel, "go.mod"))
+		return err == nil, nil
+	}
+	if err := copytree.Copy(dir, archive, copytree.Options{Skip: nested}); err != nil {
+		return "", fmt.Errorf("serving %s as %s: %w", dir, m, err)
+	}
+	// Hashed before .info joins the files: the zip holds every other file
+	// under <path>@<version>/.
+	sum, err := dirhash.HashDir(archive, m.Path+"@"+m.Version, dirhash.Hash1)
+	if err != nil {
+		return "", err
+	}
+	if info != nil {
+		if err := os.WriteFile(filepath.Join(archive, ".info"), info, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return sum, nil
+}
+
+// archiveDir is where goproxytest looks for m's files: a directory named
+// after the escaped path and version, with the path's slashes as
+// underscores (so a module path with an underscore cannot be served).
+func archiveDir(proxyDir string, m module.Version) (string, error) {
+	if strings.Contains(m.Path, "_") {
+		return "", fmt.Errorf("%s: goproxytest cannot serve a module path with an underscore", m.Path)
 	}
 	ep, err := module.EscapePath(m.Path)
 	if err != nil {
@@ -32,43 +66,23 @@ func Add(proxy string, m module.Version, dir string, info []byte) (string, error
 	if err != nil {
 		return "", err
 	}
-	vdir := filepath.Join(proxy, filepath.FromSlash(ep), "@v")
-	if err := os.MkdirAll(vdir, 0o755); err != nil {
-		return "", err
+	return filepath.Join(proxyDir, strings.ReplaceAll(ep, "/", "_")+"_"+ev), nil
+}
+
+// Serve starts goproxytest on proxyDir, which must already hold every
+// module (it reads the list once), until the test ends, and points the go
+// command at it with a module cache in modCache and no checksum database.
+func Serve(t testing.TB, proxyDir, modCache string) {
+	t.Helper()
+	srv := goproxytest.NewTestServer(t, proxyDir, "")
+	for k, v := range map[string]string{
+		"GOPROXY":     srv.URL,
+		"GOMODCACHE":  modCache,
+		"GOFLAGS":     "-modcacherw",
+		"GOSUMDB":     "off",
+		"GONOSUMDB":   "*",
+		"GOTOOLCHAIN": "local",
+	} {
+		t.Setenv(k, v)
 	}
-	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-	if err != nil {
-		return "", err
-	}
-	if info == nil {
-		t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		if pt, err := module.PseudoVersionTime(m.Version); err == nil {
-			t = pt
-		}
-		if info, err = json.Marshal(map[string]any{"Version": m.Version, "Time": t}); err != nil {
-			return "", err
-		}
-	}
-	var zbuf bytes.Buffer
-	if err := modzip.CreateFromDir(&zbuf, m, dir); err != nil {
-		return "", err
-	}
-	zipPath := filepath.Join(vdir, ev+".zip")
-	for name, data := range map[string][]byte{ev + ".mod": gomod, ev + ".info": info, ev + ".zip": zbuf.Bytes()} {
-		if err := os.WriteFile(filepath.Join(vdir, name), data, 0o644); err != nil {
-			return "", err
-		}
-	}
-	list, err := os.OpenFile(filepath.Join(vdir, "list"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return "", err
-	}
-	if _, err := fmt.Fprintln(list, m.Version); err != nil {
-		list.Close()
-		return "", err
-	}
-	if err := list.Close(); err != nil {
-		return "", err
-	}
-	return dirhash.HashZip(zipPath, dirhash.Hash1)
 }

@@ -114,6 +114,14 @@ func runHammer(t *testing.T, o hammer.Options) *hammer.Report {
 	return rep
 }
 
+// runSequentialProbe runs o as the one-request probe: one wildcard
+// partial-metadata LIST per resource instead of the load, then the checks.
+func runSequentialProbe(t *testing.T, o hammer.Options) *hammer.Report {
+	t.Helper()
+	o.SequentialProbe = true
+	return runHammer(t, o)
+}
+
 // waitExit waits for a shard the hammer saw die to exit, and returns its
 // fatal runtime error.
 func waitExit(t *testing.T, s *server.Shard) *server.Fatal {

@@ -115,9 +115,7 @@ func TestRealKCPPatched(t *testing.T) {
 	s, clusters := startKCPWithWorkspaces(t, bin, rootDir)
 	o := kcpLoadOptions(t, s, clusters)
 
-	probe := o
-	probe.SequentialProbe = true
-	if rep := runHammer(t, probe); rep.ExitCode != hammer.ExitClean {
+	if rep := runSequentialProbe(t, o); rep.ExitCode != hammer.ExitClean {
 		t.Errorf("one wildcard partial LIST per resource against the patched kcp: %s (exit %d), %v", rep.Verdict, rep.ExitCode, rep.Violations())
 	}
 
@@ -165,9 +163,7 @@ func TestRealKCPPristine(t *testing.T) {
 	s, clusters := startKCPWithWorkspaces(t, bin, rootDir)
 	o := kcpLoadOptions(t, s, clusters)
 
-	probe := o
-	probe.SequentialProbe = true
-	rep := runHammer(t, probe)
+	rep := runSequentialProbe(t, o)
 	if b := rep.Result(hammer.CheckPollution); !b.Violated() {
 		t.Errorf("one wildcard partial LIST did not pollute the pristine kcp: %+v", b)
 	}

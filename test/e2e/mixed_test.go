@@ -49,10 +49,7 @@ func TestPatchedShardMixedWatchers(t *testing.T) {
 // events of typed objects carry kcp.io/original-api-version.
 func expectOwnAnswers(t *testing.T, rep *hammer.Report) {
 	t.Helper()
-	c := rep.Result(hammer.CheckMixedWatchers)
-	if !c.Ran || c.Checked == 0 {
-		t.Fatalf("check (d) did not run: %+v", c)
-	}
+	c := mixedWatchResult(t, rep)
 	if c.Violations > 0 {
 		t.Errorf("check (d): %d of %d events wrong, e.g. %v (values %v)", c.Violations, c.Checked, c.Samples, c.Values)
 	}
@@ -98,15 +95,23 @@ func TestPristineShardMixesUpWatchers(t *testing.T) {
 	expectMixedUp(t, rep)
 }
 
-// expectMixedUp asserts that check (d) ran and caught a single-cluster
-// watcher receiving kcp.io/original-api-version "" (the positive control of
-// expectOwnAnswers).
-func expectMixedUp(t *testing.T, rep *hammer.Report) {
+// mixedWatchResult returns check (d)'s result, and stops the test unless the
+// check ran and saw events.
+func mixedWatchResult(t *testing.T, rep *hammer.Report) hammer.CheckResult {
 	t.Helper()
 	c := rep.Result(hammer.CheckMixedWatchers)
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
 	}
+	return c
+}
+
+// expectMixedUp asserts that check (d) ran and caught a single-cluster
+// watcher receiving kcp.io/original-api-version "" (the positive control of
+// expectOwnAnswers).
+func expectMixedUp(t *testing.T, rep *hammer.Report) {
+	t.Helper()
+	c := mixedWatchResult(t, rep)
 	if c.Values[`single-cluster: ""`] == 0 {
 		t.Fatalf("no single-cluster watcher received the wildcard watcher's \"\" on the pristine server (%d events: %v): the positive control lost its teeth", c.Checked, c.Values)
 	}

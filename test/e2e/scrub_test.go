@@ -105,9 +105,7 @@ func runScrubScenario(t *testing.T, sc scrubScenario) {
 	// watch cache), then a merge PATCH of each object (stores "" in etcd).
 	p := sc.startPristine(t)
 	o := scrubHammerOptions(t, p)
-	probe := o
-	probe.SequentialProbe = true
-	rep := runHammer(t, probe)
+	rep := runSequentialProbe(t, o)
 	if b := rep.Result(hammer.CheckPollution); !b.Violated() {
 		t.Fatalf("one wildcard partial LIST did not pollute the pristine build: %+v", b)
 	}

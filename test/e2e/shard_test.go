@@ -81,9 +81,7 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 func TestPristineSequentialProbePollutes(t *testing.T) {
 	bin := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
 	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
-	o := loadOptions(t, s)
-	o.SequentialProbe = true
-	rep := runHammer(t, o)
+	rep := runSequentialProbe(t, loadOptions(t, s))
 
 	if rep.Death.Died {
 		t.Fatalf("the pristine shard died of a sequential probe: %s", rep.Death.Evidence)
@@ -113,9 +111,7 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 func TestPatchedSequentialProbeClean(t *testing.T) {
 	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
 	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
-	o := loadOptions(t, s)
-	o.SequentialProbe = true
-	rep := runHammer(t, o)
+	rep := runSequentialProbe(t, loadOptions(t, s))
 	expectChecksHeld(t, rep, hammer.CheckAPIVersion, hammer.CheckPollution)
 	if rep.ExitCode != hammer.ExitClean {
 		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
@@ -53,20 +52,15 @@ func TestExportTheCarry(t *testing.T) {
 		}
 		dirs[m.Module] = "staging/src/" + m.Module
 	}
-	first := testfs.Read(t, filepath.Join(out, res.Patches[0].File))
-	for _, want := range []string{
+	exportedContains(t, out, res.Patches[0].File,
 		"Subject: [PATCH 1/",
 		"diff --git a/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go b/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go\n",
 		" staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go ",
 		"Signed-off-by: ",
-	} {
-		if !strings.Contains(first, want) {
-			t.Errorf("%s lacks %q", res.Patches[0].File, want)
-		}
-	}
+	)
 
 	pr := testfs.Read(t, res.PR)
-	for _, want := range []string{
+	testfs.ContainsAll(t, "PR.md", pr,
 		"on `e006560fc76a`",
 		fmt.Sprintf("**1/%d `%s`** (`k8s.io/apiserver`, +%d −%d): ", len(res.Patches), res.Patches[0].Subject, res.Patches[0].Added, res.Patches[0].Deleted),
 		"`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_kcp_test.go` (new)",
@@ -74,11 +68,7 @@ func TestExportTheCarry(t *testing.T) {
 		"`docs/design.md`",
 		"```\nsuite result\n```",
 		"```\nbenchstat table\n```",
-	} {
-		if !strings.Contains(pr, want) {
-			t.Errorf("PR.md lacks %q:\n%s", want, pr)
-		}
-	}
+	)
 
 	compareWithOverlay(t, root, out, dirs)
 }

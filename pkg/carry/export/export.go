@@ -58,10 +58,6 @@ type Options struct {
 	// unless Force.
 	OutDir string
 	Force  bool
-	// PatchesDir, GoSumPath and Pins default as in overlay.Options.
-	PatchesDir string
-	GoSumPath  string
-	Pins       map[string]module.Version
 	// VerifyReport is a `carry verify --json` report to quote in PR.md. If
 	// empty, Run runs verify.Run (minutes) unless NoVerify, in which case
 	// PR.md says the check was not run. A report that is not verified
@@ -182,16 +178,13 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := checkOutDir(o.OutDir, o.Force); err != nil {
 		return nil, err
 	}
-	ins, err := overlay.LoadInputs(overlay.Options{Root: o.Root, PatchesDir: o.PatchesDir, GoSumPath: o.GoSumPath, Pins: o.Pins})
+	// The carry, the pins and go.sum are where overlay.Options puts them.
+	ins, err := overlay.LoadInputs(overlay.Options{Root: o.Root})
 	if err != nil {
 		return nil, err
 	}
 	if len(ins) == 0 {
-		dir := o.PatchesDir
-		if dir == "" {
-			dir = filepath.Join(o.Root, "staging-patches")
-		}
-		return nil, fmt.Errorf("%s: no carried modules (no series files)", dir)
+		return nil, fmt.Errorf("%s: no carried modules (no series files)", filepath.Join(o.Root, "staging-patches"))
 	}
 	ev, err := loadEvidence(o, ins)
 	if err != nil {

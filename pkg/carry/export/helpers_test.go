@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
@@ -129,6 +128,15 @@ func exportedPatches(t *testing.T, dir string) []string {
 	return patches
 }
 
+// exportedContains reads the exported file out/file, reports each of wants
+// it lacks, and returns it.
+func exportedContains(t *testing.T, out, file string, wants ...string) string {
+	t.Helper()
+	text := testfs.Read(t, filepath.Join(out, file))
+	testfs.ContainsAll(t, file, text, wants...)
+	return text
+}
+
 // compareWithOverlay fails the test unless the exported series in out,
 // applied to the pristine fork, gives the trees overlay.Run builds.
 func compareWithOverlay(t *testing.T, root, out string, dirs map[string]string) {
@@ -141,20 +149,6 @@ func compareWithOverlay(t *testing.T, root, out string, dirs map[string]string) 
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("module trees after git am of the export differ from the overlay (-overlay +export):\n%s", diff)
 	}
-}
-
-// proxyEnv makes the go command use a file:// proxy and a module cache
-// inside the test's temporary directory.
-func proxyEnv(t *testing.T, base string) string {
-	t.Helper()
-	proxy := filepath.Join(base, "proxy")
-	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(proxy))
-	t.Setenv("GOMODCACHE", filepath.Join(base, "modcache"))
-	t.Setenv("GOFLAGS", "-modcacherw")
-	t.Setenv("GOSUMDB", "off")
-	t.Setenv("GONOSUMDB", "*")
-	t.Setenv("GOTOOLCHAIN", "local")
-	return proxy
 }
 
 // commitPatch commits the work tree of the git repository dir with the
@@ -173,11 +167,4 @@ func commitPatch(t *testing.T, dir, message string) string {
 		t.Fatal(err)
 	}
 	return git(t, dir, "format-patch", "-1", "--stdout", "--zero-commit", "--no-signature", "-M", "HEAD")
-}
-
-// forkModule is a synthetic fork module served from the test proxy.
-type forkModule struct {
-	module string // module path (the go.mod's)
-	fork   module.Version
-	files  map[string]string
 }

@@ -10,25 +10,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
-const kcpTestPatch = `From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
-From: Carry Test <carry@example.com>
-Date: Tue, 1 Dec 2026 10:00:00 +0000
-Subject: [PATCH] UPSTREAM: <carry>: e2e: a regression test
-
----
- test/e2e/conformance/new_test.go | 1 +
- 1 file changed, 1 insertion(+)
- create mode 100644 test/e2e/conformance/new_test.go
-
-diff --git a/test/e2e/conformance/new_test.go b/test/e2e/conformance/new_test.go
-new file mode 100644
-index 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111
---- /dev/null
-+++ b/test/e2e/conformance/new_test.go
-@@ -0,0 +1 @@
-+package conformance
-`
-
 // kcp-patches/ is exported byte for byte into kcp-dev-kcp/ once it applies
 // with git am to every tree given; a tree it does not apply to stops the
 // export, and no kcp-patches/ exports nothing.
@@ -40,9 +21,12 @@ func TestExportKCPPatches(t *testing.T) {
 		t.Fatalf("without kcp-patches/: %v, %v", got, err)
 	}
 
-	testfs.WriteTree(t, filepath.Join(root, "kcp-patches"), map[string]string{
-		"series": "0001-e2e-a-regression-test.patch\n", "0001-e2e-a-regression-test.patch": kcpTestPatch,
-	})
+	// The kcppatches tests' kcp-patches/: one patch that creates
+	// test/e2e/conformance/new_test.go.
+	if err := os.CopyFS(filepath.Join(root, "kcp-patches"), os.DirFS("../kcppatches/testdata/kcp-patches")); err != nil {
+		t.Fatal(err)
+	}
+	kcpTestPatch := testfs.Read(t, filepath.Join(root, "kcp-patches", "0001-e2e-a-new-test.patch"))
 	tree := t.TempDir()
 	testfs.Write(t, filepath.Join(tree, "go.mod"), "module github.com/kcp-dev/kcp\n")
 	out := t.TempDir()
@@ -50,7 +34,7 @@ func TestExportKCPPatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].File != "kcp-dev-kcp/0001-e2e-a-regression-test.patch" || got[0].Subject != "UPSTREAM: <carry>: e2e: a regression test" ||
+	if len(got) != 1 || got[0].File != "kcp-dev-kcp/0001-e2e-a-new-test.patch" || got[0].Subject != "UPSTREAM: <carry>: e2e: a new test" ||
 		strings.Join(got[0].Files, ",") != "test/e2e/conformance/new_test.go" || strings.Join(got[0].AppliesTo, ",") != tree {
 		t.Errorf("exported: %+v", got)
 	}

@@ -1,10 +1,11 @@
 package gowork
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 func TestNewWrite(t *testing.T) {
@@ -27,13 +28,10 @@ func TestNewWrite(t *testing.T) {
 	if err := f.Write(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(f.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := testfs.Read(t, f.Path)
 	// The later replace of k8s.io/b wins; the order of the calls is kept.
 	want := "go 1.26.0\n\nuse /repo\n\nreplace k8s.io/b => /elsewhere/b\n\nreplace k8s.io/a => /overlay/a\n"
-	if string(got) != want {
+	if got != want {
 		t.Errorf("go.work =\n%s\nwant\n%s", got, want)
 	}
 	if f.Changed() {
@@ -49,9 +47,7 @@ func TestRead(t *testing.T) {
 		t.Fatalf("missing go.work: %+v, %v", f, err)
 	}
 	content := "go 1.25\n\nuse ./\n"
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Write(t, p, content)
 	if f, err = Read(p); err != nil || !f.Exists() || !f.Uses(".") {
 		t.Fatalf("go.work: %+v, %v", f, err)
 	}
@@ -61,9 +57,7 @@ func TestRead(t *testing.T) {
 	if f.Changed() {
 		t.Errorf("unchanged file is Changed:\n%s", f.Bytes())
 	}
-	if err := os.WriteFile(p, []byte("use (\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Write(t, p, "use (\n")
 	if _, err := Read(p); err == nil || !strings.Contains(err.Error(), p) {
 		t.Errorf("a broken go.work: %v, want an error naming %s", err, p)
 	}
@@ -81,15 +75,11 @@ func TestRel(t *testing.T) {
 func TestGoVersion(t *testing.T) {
 	dir := t.TempDir()
 	gomod := filepath.Join(dir, "go.mod")
-	if err := os.WriteFile(gomod, []byte("module example.com/m\n\ngo 1.26.0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Write(t, gomod, "module example.com/m\n\ngo 1.26.0\n")
 	if v, err := GoVersion(gomod); err != nil || v != "1.26.0" {
 		t.Errorf("GoVersion = %q, %v", v, err)
 	}
-	if err := os.WriteFile(gomod, []byte("module example.com/m\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Write(t, gomod, "module example.com/m\n")
 	if _, err := GoVersion(gomod); err == nil || !strings.Contains(err.Error(), "no go directive") {
 		t.Errorf("no go directive: %v", err)
 	}

@@ -35,7 +35,7 @@ func TestLDFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	testfs.ContainsAll(t, "LDFlags()", flags,
 		"-X k8s.io/component-base/version.gitVersion=v1.36.0+kcp-v0.32.3-carry-0123456789",
 		"-X k8s.io/client-go/pkg/version.gitMajor=1",
 		"-X k8s.io/client-go/pkg/version.gitMinor=36",
@@ -43,11 +43,7 @@ func TestLDFlags(t *testing.T) {
 		"-X k8s.io/component-base/version.gitTreeState=clean",
 		"-X k8s.io/client-go/pkg/version.buildDate=2026-11-30T09:00:00Z",
 		"-extldflags '-static'",
-	} {
-		if !strings.Contains(flags, want) {
-			t.Errorf("LDFlags() lacks %q:\n%s", want, flags)
-		}
-	}
+	)
 
 	v.KubeVersion = "master"
 	if _, err := v.LDFlags(); err == nil {
@@ -77,15 +73,11 @@ func TestUnfetchableErrorNamesModuleAndRemedies(t *testing.T) {
 		KCPVersion: "v0.32.3",
 	}
 	msg := err.Error()
-	for _, want := range []string{
+	testfs.ContainsAll(t, "message", msg,
 		"module github.com/kcp-dev/virtual-workspace-framework (pinned to github.com/kcp-dev/kcp/staging/src/github.com/kcp-dev/virtual-workspace-framework@v0.0.0-20260702132208-08be0a1c8de2) cannot be fetched: 403 Forbidden",
 		"carry build --kcp-source /path/to/kcp",
 		"carry build --replace github.com/kcp-dev/virtual-workspace-framework=/path/to/its/source",
-	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("message lacks %q:\n%s", want, msg)
-		}
-	}
+	)
 }
 
 // TestFindUnfetchable runs the real go command on a module whose replaced

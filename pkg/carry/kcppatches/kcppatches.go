@@ -9,13 +9,12 @@ package kcppatches
 import (
 	"context"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
+	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
 )
 
 // Dir is the series' directory under the repository root.
@@ -62,60 +61,18 @@ func ApplyToCopy(ctx context.Context, src, dst string, s *series.Series) error {
 	return nil
 }
 
-// copyTree copies regular files and directories of src into dst, keeping
-// file modes; a top-level .git is left out, and so is dst when it is inside
-// src.
+// copyTree copies regular files, directories and symlinks of src into dst,
+// keeping file modes; a top-level .git is left out, and so is dst when it is
+// inside src.
 func copyTree(src, dst string) error {
 	absDst, err := filepath.Abs(dst)
 	if err != nil {
 		return err
 	}
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (rel == ".git" || path == absDst) {
-			return filepath.SkipDir
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, 0o755)
-		case d.Type()&fs.ModeSymlink != 0:
-			link, err := os.Readlink(path)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		case info.Mode().IsRegular():
-			return copyFile(path, target, info.Mode().Perm())
-		default:
-			return fmt.Errorf("%s: not a regular file, directory or symlink", path)
-		}
+	return copytree.Copy(src, dst, copytree.Options{
+		Symlinks: true,
+		Skip: func(rel string) (bool, error) {
+			return rel == ".git" || filepath.Join(src, rel) == absDst, nil
+		},
 	})
-}
-
-func copyFile(from, to string, perm fs.FileMode) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -12,40 +12,17 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 )
 
-// A new-file patch in git format-patch form, with a commitchecker-style
-// subject, as kcp-patches/ holds.
-const newFilePatch = `From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
-From: Carry Test <carry@example.com>
-Date: Tue, 1 Dec 2026 10:00:00 +0000
-Subject: [PATCH] UPSTREAM: <carry>: e2e: a new test
-
-A body.
----
- test/e2e/conformance/new_test.go | 3 +++
- 1 file changed, 3 insertions(+)
- create mode 100644 test/e2e/conformance/new_test.go
-
-diff --git a/test/e2e/conformance/new_test.go b/test/e2e/conformance/new_test.go
-new file mode 100644
-index 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111
---- /dev/null
-+++ b/test/e2e/conformance/new_test.go
-@@ -0,0 +1,3 @@
-+package conformance
-+
-+// new
-`
-
 // ApplyToCopy leaves the tree alone, copies it without .git, and commits
 // each patch with its own author and subject; a tree the patch does not
 // apply to (the file exists already) is an error naming the patch and the
 // tree, and the copy holds no half-applied patch.
 func TestApplyToCopy(t *testing.T) {
-	root := t.TempDir()
-	testfs.WriteTree(t, filepath.Join(root, Dir), map[string]string{
-		"series":                    "0001-e2e-a-new-test.patch\n",
-		"0001-e2e-a-new-test.patch": newFilePatch,
-	})
+	// testdata/kcp-patches is one new-file patch in git format-patch form,
+	// with a commitchecker-style subject; export's tests use it too.
+	root, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := Load(root)
 	if err != nil {
 		t.Fatal(err)

@@ -106,7 +106,7 @@ func TestPlanGoWorkUnchanged(t *testing.T) {
 	}
 }
 
-// fixture is a synthetic fork module served from a file:// proxy, and a
+// fixture is a synthetic fork module served by a test proxy, and a
 // repository root whose go.mod pins it and whose carry patches it.
 type fixture struct {
 	root string
@@ -152,12 +152,6 @@ func newFixture(t *testing.T) *fixture {
 	}
 	base := t.TempDir()
 	proxy := filepath.Join(base, "proxy")
-	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(proxy))
-	t.Setenv("GOMODCACHE", filepath.Join(base, "modcache"))
-	t.Setenv("GOFLAGS", "-modcacherw")
-	t.Setenv("GOSUMDB", "off")
-	t.Setenv("GOTOOLCHAIN", "local")
-
 	fork := module.Version{Path: "example.com/fork/lib", Version: "v0.0.0-20260101000000-aaaaaaaaaaaa"}
 	src := filepath.Join(base, "src")
 	testfs.Write(t, filepath.Join(src, "go.mod"), "module example.com/lib\n\ngo 1.22\n")
@@ -167,6 +161,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testproxy.Serve(t, proxy, filepath.Join(base, "modcache"))
 
 	root := filepath.Join(base, "repo")
 	testfs.Write(t, filepath.Join(root, "go.mod"), "module example.com/repo\n\ngo 1.22\n\nrequire example.com/lib v0.1.0\n\nreplace example.com/lib => "+fork.Path+" "+fork.Version+"\n")

@@ -17,22 +17,18 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/mod/module"
-
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
+	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
 )
 
-// Options configures Run. Paths default as in overlay.Options.
+// Options configures Run.
 type Options struct {
-	Root       string
-	PatchesDir string
-	OverlayDir string
-	GoSumPath  string
-	// Pins as in overlay.Options: nil reads Root/go.mod.
-	Pins map[string]module.Version
+	// Root is the repository root; the carry, the overlay, go.mod's pins
+	// and go.sum are where overlay.Options puts them by default.
+	Root string
 	// Module limits the refresh to one carried module; "" means every
 	// module whose overlay tree was edited.
 	Module string
@@ -78,10 +74,7 @@ type edited struct {
 // are only written once the regenerated series has been checked to
 // reproduce the edited tree exactly.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	oo, err := overlay.Options{
-		Root: opts.Root, PatchesDir: opts.PatchesDir, OverlayDir: opts.OverlayDir,
-		GoSumPath: opts.GoSumPath, Pins: opts.Pins,
-	}.Resolve()
+	oo, err := overlay.Options{Root: opts.Root}.Resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -306,35 +299,20 @@ func replaceTree(dst, src string) error {
 			return err
 		}
 	}
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
+	err = copytree.Copy(src, dst, copytree.Options{
+		Writable: true,
+		Skip: func(rel string) (bool, error) {
 			if rel == ".git" {
-				return fmt.Errorf("%s: a .git directory inside a module tree is not supported", path)
+				return false, fmt.Errorf("%s: a .git directory inside a module tree is not supported", filepath.Join(src, rel))
 			}
-			return os.MkdirAll(out, 0o755)
-		case d.Type().IsRegular():
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(out, data, fi.Mode().Perm()|0o200)
-		default:
-			return fmt.Errorf("%s: only regular files can be carried in a patch (found %s)", path, d.Type())
-		}
+			return false, nil
+		},
 	})
+	var unsupported *copytree.UnsupportedError
+	if errors.As(err, &unsupported) {
+		return fmt.Errorf("%s: only regular files can be carried in a patch (found %s)", unsupported.Path, unsupported.Type)
+	}
+	return err
 }
 
 // appendToSeries adds name as the last entry of dir/series.

@@ -4,23 +4,19 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 func TestAppendToSeries(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "series")
-	if err := os.WriteFile(path, []byte("# carry\n0001-a.patch"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testfs.Write(t, path, "# carry\n0001-a.patch")
 	if err := appendToSeries(dir, "0002-b.patch"); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(data) != "# carry\n0001-a.patch\n0002-b.patch\n" {
-		t.Errorf("series = %q", data)
+	if got := testfs.Read(t, path); got != "# carry\n0001-a.patch\n0002-b.patch\n" {
+		t.Errorf("series = %q", got)
 	}
 }
 
@@ -32,12 +28,7 @@ func TestReplaceTree(t *testing.T) {
 		filepath.Join(src, "new", "y.go"):  "new",
 		filepath.Join(src, "run.sh"):       "#!/bin/sh\n",
 	} {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testfs.Write(t, path, content)
 	}
 	if err := os.Chmod(filepath.Join(src, "run.sh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -51,8 +42,8 @@ func TestReplaceTree(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dst, ".git", "HEAD")); err != nil {
 		t.Errorf(".git removed: %v", err)
 	}
-	if data, err := os.ReadFile(filepath.Join(dst, "new", "y.go")); err != nil || string(data) != "new" {
-		t.Errorf("new/y.go = %q, %v", data, err)
+	if got := testfs.Read(t, filepath.Join(dst, "new", "y.go")); got != "new" {
+		t.Errorf("new/y.go = %q", got)
 	}
 	if fi, err := os.Stat(filepath.Join(dst, "run.sh")); err != nil || fi.Mode().Perm()&0o100 == 0 {
 		t.Errorf("executable bit lost: %v, %v", fi.Mode(), err)

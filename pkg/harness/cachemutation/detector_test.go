@@ -103,6 +103,16 @@ func newTestDetector(t *testing.T, f *fakeCache) (*Detector, *collector) {
 	return d, c
 }
 
+// configMapStore is a fake cache holding the ConfigMap ns/cm, wrapped for
+// configmaps by a test detector.
+func configMapStore(t *testing.T) (*fakeCache, *Detector, *collector, storage.Interface) {
+	t.Helper()
+	f := newFakeCache()
+	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
+	d, c := newTestDetector(t, f)
+	return f, d, c, d.Wrap(f, configMaps)
+}
+
 // TestListMutations: each synthetic write to a list item that goes through
 // memory shared with the cache is one finding naming the field; writes to
 // the item's own struct are not.
@@ -158,10 +168,7 @@ func TestListMutations(t *testing.T) {
 			s := d.Wrap(f, clusterRoles)
 
 			ctx, done := requestCtx(t, "list", "/apis/rbac.authorization.k8s.io/v1/clusterroles")
-			list := &rbacv1.ClusterRoleList{}
-			if err := s.GetList(ctx, "/clusterroles/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-				t.Fatal(err)
-			}
+			list := listClusterRoles(t, s, ctx)
 			if len(list.Items) != 2 || d.Tracked() != 2 {
 				t.Fatalf("listed %d, tracked %d; want 2, 2", len(list.Items), d.Tracked())
 			}
@@ -284,51 +291,48 @@ func handouts(gr schema.GroupResource, op, sharing string) float64 {
 	return v
 }
 
-// TestListServedByStorage: a list the storage served with its own copies
-// (as when the cacher delegates to etcd) is classified private and not
-// tracked, so a write to it is not reported.
-func TestListServedByStorage(t *testing.T) {
-	f := newFakeCache()
-	f.put("/clusterroles/root/a", clusterRole("a"))
-	f.listFromStorage = true
-	d, c := newTestDetector(t, f)
-	s := d.Wrap(f, clusterRoles)
-	ctx, done := requestCtx(t, "list", "/apis/rbac.authorization.k8s.io/v1/clusterroles")
-	list := &rbacv1.ClusterRoleList{}
-	if err := s.GetList(ctx, "/clusterroles/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-		t.Fatal(err)
-	}
-	if d.Tracked() != 0 {
-		t.Fatalf("tracked %d private objects", d.Tracked())
-	}
-	list.Items[0].Annotations["x"] = "y"
-	done()
-	d.Stop()
-	if fs := c.all(); len(fs) != 0 {
-		t.Fatalf("a write to the storage's private copy was reported: %v", fs)
-	}
-}
-
-// TestListUnknownSharing: when the cache's answer no longer has the object
-// at the handed-out resourceVersion, the hand-out is tracked as "unknown"
-// and a write through it is still found.
-func TestListUnknownSharing(t *testing.T) {
-	f := newFakeCache()
-	f.put("/clusterroles/root/a", clusterRole("a"))
-	f.afterFirstList = func() { f.put("/clusterroles/root/a", clusterRole("a")) } // updated meanwhile
-	d, c := newTestDetector(t, f)
-	s := d.Wrap(f, clusterRoles)
-	ctx, done := requestCtx(t, "list", "/apis/rbac.authorization.k8s.io/v1/clusterroles")
-	list := &rbacv1.ClusterRoleList{}
-	if err := s.GetList(ctx, "/clusterroles/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
-		t.Fatal(err)
-	}
-	list.Items[0].Labels["x"] = "y"
-	done()
-	d.Stop()
-	fs := c.all()
-	if len(fs) != 1 || fs[0].Sharing != SharingUnknown || fs[0].ResourceVersion != "1" {
-		t.Fatalf("findings %v, want one with sharing unknown at resourceVersion 1", fs)
+// TestListSharing: a list the storage served with its own copies (as when
+// the cacher delegates to etcd) is classified private and not tracked, so a
+// write to it is not reported. When the cache's answer no longer has the
+// object at the handed-out resourceVersion, the hand-out is tracked as
+// "unknown" and a write through it is still found.
+func TestListSharing(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		setup       func(f *fakeCache)
+		wantTracked int
+		wantSharing string // "": no finding
+	}{
+		{"served by storage", func(f *fakeCache) { f.listFromStorage = true }, 0, ""},
+		{"updated meanwhile", func(f *fakeCache) {
+			f.afterFirstList = func() { f.put("/clusterroles/root/a", clusterRole("a")) }
+		}, 1, SharingUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCache()
+			f.put("/clusterroles/root/a", clusterRole("a"))
+			tc.setup(f)
+			d, c := newTestDetector(t, f)
+			s := d.Wrap(f, clusterRoles)
+			ctx, done := requestCtx(t, "list", "/apis/rbac.authorization.k8s.io/v1/clusterroles")
+			list := listClusterRoles(t, s, ctx)
+			if d.Tracked() != tc.wantTracked {
+				t.Fatalf("tracked %d, want %d", d.Tracked(), tc.wantTracked)
+			}
+			list.Items[0].Labels["x"] = "y"
+			done()
+			d.Stop()
+			fs := c.all()
+			if tc.wantSharing == "" {
+				if len(fs) != 0 {
+					t.Fatalf("a write to the storage's private copy was reported: %v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].Sharing != tc.wantSharing || fs[0].ResourceVersion != "1" {
+				t.Fatalf("findings %v, want one with sharing %s at resourceVersion 1", fs, tc.wantSharing)
+			}
+		})
 	}
 }
 
@@ -371,10 +375,7 @@ func TestWatch(t *testing.T) {
 		{"private copy", false, func(cm *corev1.ConfigMap) { cm.Annotations["x"] = "y" }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCache()
-			f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
-			d, c := newTestDetector(t, f)
-			s := d.Wrap(f, configMaps)
+			f, d, c, s := configMapStore(t)
 			ctx, _ := requestCtx(t, "watch", "/api/v1/configmaps")
 			w, err := s.Watch(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything})
 			if err != nil {
@@ -434,10 +435,7 @@ func TestPeriodic(t *testing.T) {
 // TestRepeatedWrites: each distinct write to a held object is a finding
 // against the state reported before.
 func TestRepeatedWrites(t *testing.T) {
-	f := newFakeCache()
-	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
-	d, c := newTestDetector(t, f)
-	s := d.Wrap(f, configMaps)
+	_, d, c, s := configMapStore(t)
 	ctx, _ := requestCtx(t, "list", "/api/v1/configmaps")
 	list := listConfigMaps(t, s, ctx)
 	list.Items[0].Labels["first"] = "write"
@@ -478,21 +476,11 @@ func TestMaxAge(t *testing.T) {
 // TestSameChangeReportedOnce: two requests hold the same cached object; one
 // write is one finding.
 func TestSameChangeReportedOnce(t *testing.T) {
-	f := newFakeCache()
-	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
-	d, c := newTestDetector(t, f)
-	s := d.Wrap(f, configMaps)
+	_, d, c, s := configMapStore(t)
 	ctx1, done1 := requestCtx(t, "list", "/api/v1/configmaps")
 	ctx2, done2 := requestCtx(t, "list", "/api/v1/configmaps")
-	l1, l2 := &corev1.ConfigMapList{}, &corev1.ConfigMapList{}
-	for _, x := range []struct {
-		ctx context.Context
-		l   *corev1.ConfigMapList
-	}{{ctx1, l1}, {ctx2, l2}} {
-		if err := s.GetList(x.ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, x.l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l1 := listConfigMaps(t, s, ctx1)
+	listConfigMaps(t, s, ctx2)
 	l1.Items[0].Data["k"] = "x"
 	done2()
 	done1()
@@ -548,10 +536,7 @@ func TestRequestAttribution(t *testing.T) {
 
 // TestMetricAndLog: a finding increments findings_total.
 func TestMetric(t *testing.T) {
-	f := newFakeCache()
-	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
-	d, _ := newTestDetector(t, f)
-	s := d.Wrap(f, configMaps)
+	_, d, _, s := configMapStore(t)
 	counter := findingsTotal.WithLabelValues("", "configmaps", "list")
 	before, _ := testutil.GetCounterMetricValue(counter)
 	ctx, done := requestCtx(t, "list", "/api/v1/configmaps")
@@ -725,15 +710,10 @@ func TestInternalTypePaths(t *testing.T) {
 // TestHoldingRequests: holding_requests counts reads whose request has not
 // completed (and been compared) yet.
 func TestHoldingRequests(t *testing.T) {
-	f := newFakeCache()
-	f.put("/configmaps/root/ns/cm", configMap("ns", "cm"))
-	d, _ := newTestDetector(t, f)
-	s := d.Wrap(f, configMaps)
+	_, _, _, s := configMapStore(t)
 	base, _ := testutil.GetGaugeMetricValue(holdingRequests)
 	ctx, done := requestCtx(t, "list", "/api/v1/configmaps")
-	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, &corev1.ConfigMapList{}); err != nil {
-		t.Fatal(err)
-	}
+	listConfigMaps(t, s, ctx)
 	ctxW, _ := requestCtx(t, "watch", "/api/v1/configmaps")
 	w, err := s.Watch(ctxW, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything})
 	if err != nil {
@@ -750,8 +730,18 @@ func TestHoldingRequests(t *testing.T) {
 // listConfigMaps lists every ConfigMap through s, as a LIST request with ctx does.
 func listConfigMaps(t *testing.T, s storage.Interface, ctx context.Context) *corev1.ConfigMapList {
 	t.Helper()
-	list := &corev1.ConfigMapList{}
-	if err := s.GetList(ctx, "/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+	return listAll(t, s, ctx, "/configmaps/", &corev1.ConfigMapList{})
+}
+
+// listClusterRoles lists every ClusterRole through s, as a LIST request with ctx does.
+func listClusterRoles(t *testing.T, s storage.Interface, ctx context.Context) *rbacv1.ClusterRoleList {
+	t.Helper()
+	return listAll(t, s, ctx, "/clusterroles/", &rbacv1.ClusterRoleList{})
+}
+
+func listAll[L runtime.Object](t *testing.T, s storage.Interface, ctx context.Context, key string, list L) L {
+	t.Helper()
+	if err := s.GetList(ctx, key, storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
 		t.Fatal(err)
 	}
 	return list
