@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
@@ -42,7 +42,7 @@ func run() int {
 	}
 	if cli.RenderOnly {
 		path := filepath.Join(cli.Out, evidence.DuelFile)
-		rep, err := duel.Read(path)
+		rep, err := report.Read(path)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "evidence: --render-only: %v\n", err)
 			return 1
@@ -126,7 +126,7 @@ func runShardedOnly(ctx context.Context, cli *commandLine, logf func(string, ...
 		return 1
 	}
 	fmt.Printf("evidence: %s and %s in %s (%s)\n", evidence.ShardedFile, evidence.ShardedChartFile, cli.Out, time.Since(start).Round(time.Second))
-	rep, err := duel.Read(filepath.Join(cli.Out, evidence.DuelFile))
+	rep, err := report.Read(filepath.Join(cli.Out, evidence.DuelFile))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", evidence.ReadmeFile, err)
 		return 0

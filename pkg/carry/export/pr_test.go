@@ -10,8 +10,8 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
-	"github.com/kcp-carry/kcp-carry/internal/dueltest"
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
@@ -243,7 +243,7 @@ func seriesHashes(t *testing.T, root string) map[string]string {
 // a duel but does not check stops the export before anything is written.
 func TestExportDuelSummary(t *testing.T) {
 	root := stagingFixture(t)
-	rep := dueltest.Report()
+	rep := testreport.Report()
 	data, err := rep.Marshal()
 	if err != nil {
 		t.Fatal(err)

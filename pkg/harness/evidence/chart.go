@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // Series colors of the chart (also what its test looks for).
@@ -36,16 +36,16 @@ const minSpan = 250 * time.Millisecond
 // WriteChart draws the duel's successful LISTs per second over time, one
 // step line per shard, as SVG. The pristine line ends where its shard died,
 // marked with a cross.
-func WriteChart(w io.Writer, rep *duel.Report) error {
+func WriteChart(w io.Writer, rep *report.Report) error {
 	return writeDuelChart(w, rep.Duel, "pristine fork", "with the carry", "")
 }
 
 // WriteKCPChart is WriteChart for the duel on real kcp.
-func WriteKCPChart(w io.Writer, k *duel.RealKCP) error {
+func WriteKCPChart(w io.Writer, k *report.RealKCP) error {
 	return writeDuelChart(w, k.Duel, "stock kcp v0.32.3", "kcp v0.32.3 with the carry", " on real kcp")
 }
 
-func writeDuelChart(w io.Writer, d duel.Duel, pristineName, patchedName, where string) error {
+func writeDuelChart(w io.Writer, d report.Duel, pristineName, patchedName, where string) error {
 	p, err := newChart(d, pristineName, patchedName, where)
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func writeDuelChart(w io.Writer, d duel.Duel, pristineName, patchedName, where s
 }
 
 // newChart is the duel's chart, for any backend.
-func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot, error) {
+func newChart(d report.Duel, pristineName, patchedName, where string) (*plot.Plot, error) {
 	pristine, patched := chartPoints(d.Pristine), chartPoints(d.Patched)
 	if len(pristine) == 0 && len(patched) == 0 {
 		return nil, errors.New("the duel has no timeline to chart")
@@ -85,7 +85,7 @@ func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot,
 		pts   plotter.XYs
 		name  string
 		color color.Color
-		run   duel.Run
+		run   report.Run
 	}{
 		{pristine, pristineName, PristineColor, d.Pristine},
 		{patched, patchedName, PatchedColor, d.Patched},
@@ -103,12 +103,12 @@ func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot,
 		p.Add(line)
 		label := s.name
 		if s.run.Died {
-			label += fmt.Sprintf(": died at %s", duel.Seconds(s.run.TimeToDeath))
+			label += fmt.Sprintf(": died at %s", report.Seconds(s.run.TimeToDeath))
 			if s.run.Fatal != nil {
 				label += " (" + s.run.Fatal.Signature + ")"
 			}
 		} else {
-			label += fmt.Sprintf(": alive after %s", duel.Seconds(s.run.LoadElapsed))
+			label += fmt.Sprintf(": alive after %s", report.Seconds(s.run.LoadElapsed))
 		}
 		p.Legend.Add(label, line)
 		if s.run.Died {
@@ -152,7 +152,7 @@ func margin(c draw.Canvas) draw.Canvas {
 // its start, over the part of the second the shard was alive, and a last
 // point where the line ends (the end of the load, or the shard's death). A
 // last piece of a second shorter than minSpan keeps the rate before it.
-func chartPoints(r duel.Run) plotter.XYs {
+func chartPoints(r report.Run) plotter.XYs {
 	var pts plotter.XYs
 	end := time.Duration(0)
 	for _, s := range r.Timeline {
@@ -174,6 +174,6 @@ func chartPoints(r duel.Run) plotter.XYs {
 }
 
 // plainLoad is the load in a few words for the title.
-func plainLoad(l duel.Load) string {
+func plainLoad(l report.Load) string {
 	return fmt.Sprintf("%d listers, %d watchers, %d writers, one shard at a time", len(l.Listers), l.Watchers, l.Writers)
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/kcp-carry/kcp-carry/internal/dueltest"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // svgPath is a <path> of the chart: its stroke color and the x of its
@@ -115,7 +115,7 @@ func maxOf(xs []float64) float64 {
 // with a vertex per second, the pristine one ending far left of the patched
 // one, and names them in the legend.
 func TestChart(t *testing.T) {
-	rep := dueltest.Report()
+	rep := testreport.Report()
 	var buf bytes.Buffer
 	if err := WriteChart(&buf, rep); err != nil {
 		t.Fatal(err)
@@ -151,13 +151,13 @@ func TestChart(t *testing.T) {
 		}
 	}
 
-	if err := WriteChart(io.Discard, &duel.Report{}); err == nil {
+	if err := WriteChart(io.Discard, &report.Report{}); err == nil {
 		t.Error("a duel without timelines was charted")
 	}
 }
 
 func TestChartPoints(t *testing.T) {
-	r := duel.Run{Alive: 2300 * time.Millisecond, Timeline: []duel.Second{
+	r := report.Run{Alive: 2300 * time.Millisecond, Timeline: []report.Second{
 		{Second: 0, Span: time.Second, Lists: 100},
 		{Second: 1, Span: time.Second, Lists: 80},
 		{Second: 2, Span: time.Second, Lists: 30}, // the shard died at 2.3 s: 30 in 0.3 s
@@ -168,7 +168,7 @@ func TestChartPoints(t *testing.T) {
 		t.Errorf("points (-want +got):\n%s", diff)
 	}
 	// A last piece shorter than minSpan keeps the rate before it but ends the line.
-	r = duel.Run{Alive: 2050 * time.Millisecond, Timeline: []duel.Second{
+	r = report.Run{Alive: 2050 * time.Millisecond, Timeline: []report.Second{
 		{Second: 0, Span: time.Second, Lists: 100},
 		{Second: 1, Span: time.Second, Lists: 80},
 		{Second: 2, Span: 50 * time.Millisecond, Lists: 1},
@@ -177,7 +177,7 @@ func TestChartPoints(t *testing.T) {
 	if diff := cmp.Diff(want, chartPoints(r), cmp.Comparer(func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 })); diff != "" {
 		t.Errorf("points with a short end (-want +got):\n%s", diff)
 	}
-	if pts := chartPoints(duel.Run{}); len(pts) != 0 {
+	if pts := chartPoints(report.Run{}); len(pts) != 0 {
 		t.Errorf("no timeline: %v", pts)
 	}
 }

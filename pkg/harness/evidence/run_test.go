@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
@@ -80,7 +80,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := Write(dir, rep); err != nil {
 		t.Fatal(err)
 	}
-	back, err := duel.Read(filepath.Join(dir, DuelFile))
+	back, err := report.Read(filepath.Join(dir, DuelFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/util/markdown"
 )
 
@@ -28,7 +28,7 @@ const (
 // renders all three into a temporary directory inside dir first and renames
 // them into place only when all three are written, so a failure leaves the
 // previous evidence intact.
-func Write(dir string, rep *duel.Report) error {
+func Write(dir string, rep *report.Report) error {
 	if err := rep.Check(); err != nil {
 		return fmt.Errorf("not writing an inconsistent report: %w", err)
 	}
@@ -95,12 +95,12 @@ func Write(dir string, rep *duel.Report) error {
 // README is evidence/README.md: the setup, the chart, the summary, the
 // sharded section (when sharded is not nil), the benchstat table (when bench
 // is not empty) and how to reproduce.
-func README(rep *duel.Report, bench string, sharded *Sharded) []byte {
+func README(rep *report.Report, bench string, sharded *Sharded) []byte {
 	var b strings.Builder
 	s := rep.Setup
 	b.WriteString("# Evidence: the carry on a live test shard\n\n")
 	b.WriteString("Written by `make evidence` (`cmd/evidence`, `pkg/harness/evidence`); every number below is in [`" + DuelFile +
-		"`](" + DuelFile + ") (format: `pkg/harness/duel`). It is a report: the live suite (`test/e2e`) is what asserts that the " +
+		"`](" + DuelFile + ") (format: `pkg/harness/report`). It is a report: the live suite (`test/e2e`) is what asserts that the " +
 		"pristine shard dies and the patched one holds.\n\n")
 	b.WriteString("![Successful wildcard partial-metadata LISTs per second, pristine fork against the carry, under the same load](" + ChartFile + ")\n\n")
 
@@ -121,7 +121,7 @@ func README(rep *duel.Report, bench string, sharded *Sharded) []byte {
 		fmt.Fprintf(&b, " %s", s.Note)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "- **Run**: %s, %s of wall time", rep.Started.UTC().Format("2006-01-02 15:04:05 MST"), duel.Seconds(rep.Elapsed))
+	fmt.Fprintf(&b, "- **Run**: %s, %s of wall time", rep.Started.UTC().Format("2006-01-02 15:04:05 MST"), report.Seconds(rep.Elapsed))
 	if s.Commit != "" {
 		fmt.Fprintf(&b, ", commit `%s`", s.Commit)
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kcp-carry/kcp-carry/internal/dueltest"
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // TestWrite: the three files land next to benchstat.txt, which the README
@@ -24,12 +24,12 @@ func TestWrite(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, BenchstatFile), []byte(bench), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep := dueltest.Report()
+	rep := testreport.Report()
 	rep.Setup.Command = "evidence --note 'Synthetic.'"
 	if err := Write(dir, rep); err != nil {
 		t.Fatal(err)
 	}
-	got, err := duel.Read(filepath.Join(dir, DuelFile))
+	got, err := report.Read(filepath.Join(dir, DuelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +85,12 @@ func TestWriteFailureKeepsEvidence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bad := dueltest.Report()
+	bad := testreport.Report()
 	bad.Duel.Patched.Lists++
 	if err := Write(dir, bad); err == nil || !strings.Contains(err.Error(), "not writing an inconsistent report: duel.patched: listsPerSecond") {
 		t.Errorf("inconsistent report: %v", err)
 	}
-	empty := dueltest.Report()
+	empty := testreport.Report()
 	empty.Duel.Pristine.Timeline, empty.Duel.Patched.Timeline = nil, nil
 	if err := Write(dir, empty); err == nil || !strings.Contains(err.Error(), "the chart: the duel has no timeline") {
 		t.Errorf("no timeline: %v", err)

@@ -1,6 +1,6 @@
-// Package duel is the document `make evidence` (cmd/evidence, pkg/harness/evidence)
-// writes to evidence/duel.json and `carry export` summarizes in PR.md: the
-// same hammer load against a test shard linked against the pristine fork and
+// Package report is the schema of the report `make evidence` (cmd/evidence,
+// pkg/harness/evidence) writes to evidence/duel.json and `carry export`
+// summarizes in PR.md, and its markdown: the same hammer load against a test shard linked against the pristine fork and
 // one linked against the carry, one shard under load at a time.
 //
 // It holds three measurements:
@@ -12,9 +12,9 @@
 //   - listers only, 1 → 2 → 4 → ... of them: the patched shard's throughput
 //     and whether the pristine one dies at each step.
 //
-// The package depends on the standard library only, so that the carry CLI
-// (built without the workspace) can read the document.
-package duel
+// The package depends on the standard library and pkg/util only, so that the
+// carry CLI (built without the workspace) can read the document.
+package report
 
 import (
 	"bytes"

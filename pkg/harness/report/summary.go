@@ -1,4 +1,4 @@
-package duel
+package report
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package duel_test
+package report_test
 
 import (
 	"bytes"
@@ -11,14 +11,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kcp-carry/kcp-carry/internal/dueltest"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // TestRoundTrip: what Write writes, Read reads back unchanged, and the
 // document uses the documented field names.
 func TestRoundTrip(t *testing.T) {
-	want := dueltest.Report()
+	want := testreport.Report()
 	if err := want.Check(); err != nil {
 		t.Fatalf("the synthetic report does not check: %v", err)
 	}
@@ -30,7 +30,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := duel.Read(path)
+	got, err := report.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,18 +47,18 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("duel.pristine has no %q: %v", k, pristine)
 		}
 	}
-	if raw["schema"] != duel.Schema || !duel.IsDuel(data) {
+	if raw["schema"] != report.Schema || !report.IsDuel(data) {
 		t.Errorf("schema = %v", raw["schema"])
 	}
 }
 
 func TestParseRejects(t *testing.T) {
-	good, err := dueltest.Report().Marshal()
+	good, err := testreport.Report().Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	edit := func(f func(r *duel.Report)) []byte {
-		r := dueltest.Report()
+	edit := func(f func(r *report.Report)) []byte {
+		r := testreport.Report()
 		f(r)
 		data, err := r.Marshal()
 		if err != nil {
@@ -74,32 +74,32 @@ func TestParseRejects(t *testing.T) {
 		{"not JSON", []byte("goos: linux\n"), "not a duel document"},
 		{"unknown field", bytes.Replace(good, []byte(`"schema"`), []byte(`"extra": 1, "schema"`), 1), `not a valid kcp-carry/duel/v1 document: json: unknown field "extra"`},
 		{"trailing data", append(append([]byte(nil), good...), []byte("{}")...), "trailing data"},
-		{"other version", edit(func(r *duel.Report) { r.Schema = "kcp-carry/duel/v9" }), `schema "kcp-carry/duel/v9", want "kcp-carry/duel/v1"`},
-		{"swapped shards", edit(func(r *duel.Report) { r.Duel.Pristine, r.Duel.Patched = r.Duel.Patched, r.Duel.Pristine }), `duel.pristine: variant "patched", want "pristine"`},
-		{"rate", edit(func(r *duel.Report) { r.Duel.Patched.ListsPerSecond *= 2 }), "duel.patched: listsPerSecond"},
-		{"alive", edit(func(r *duel.Report) { r.Duel.Patched.Alive = time.Hour }), "duel.patched: alive 1h0m0s of a 20s load"},
-		{"steps", edit(func(r *duel.Report) { r.Scaling.Steps[2].Listers = 2 }), "scaling.steps[2]: 2 listers after 2"},
-		{"ratio", edit(func(r *duel.Report) { r.SingleLister.Ratio = 1.5 }), "singleLister.ratio 1.5000"},
-		{"totals", edit(func(r *duel.Report) { r.SingleLister.Patched.Lists++ }), "singleLister: the totals do not add up"},
-		{"fatal without death", edit(func(r *duel.Report) { r.Duel.Patched.Fatal = r.Duel.Pristine.Fatal }), "duel.patched: a time to death or a fatal error"},
+		{"other version", edit(func(r *report.Report) { r.Schema = "kcp-carry/duel/v9" }), `schema "kcp-carry/duel/v9", want "kcp-carry/duel/v1"`},
+		{"swapped shards", edit(func(r *report.Report) { r.Duel.Pristine, r.Duel.Patched = r.Duel.Patched, r.Duel.Pristine }), `duel.pristine: variant "patched", want "pristine"`},
+		{"rate", edit(func(r *report.Report) { r.Duel.Patched.ListsPerSecond *= 2 }), "duel.patched: listsPerSecond"},
+		{"alive", edit(func(r *report.Report) { r.Duel.Patched.Alive = time.Hour }), "duel.patched: alive 1h0m0s of a 20s load"},
+		{"steps", edit(func(r *report.Report) { r.Scaling.Steps[2].Listers = 2 }), "scaling.steps[2]: 2 listers after 2"},
+		{"ratio", edit(func(r *report.Report) { r.SingleLister.Ratio = 1.5 }), "singleLister.ratio 1.5000"},
+		{"totals", edit(func(r *report.Report) { r.SingleLister.Patched.Lists++ }), "singleLister: the totals do not add up"},
+		{"fatal without death", edit(func(r *report.Report) { r.Duel.Patched.Fatal = r.Duel.Pristine.Fatal }), "duel.patched: a time to death or a fatal error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := duel.Parse(tc.data)
+			_, err := report.Parse(tc.data)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Parse = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := duel.Read(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+	if _, err := report.Read(filepath.Join(t.TempDir(), "missing.json")); err == nil {
 		t.Error("Read of a missing file succeeded")
 	}
-	if duel.IsDuel([]byte(`{"pristine":{"died":true}}`)) || duel.IsDuel([]byte("text")) {
+	if report.IsDuel([]byte(`{"pristine":{"died":true}}`)) || report.IsDuel([]byte("text")) {
 		t.Error("IsDuel accepts a document without the schema")
 	}
 }
 
 func TestSummary(t *testing.T) {
-	got := dueltest.Report().Summary()
+	got := testreport.Report().Summary()
 	for _, want := range []string{
 		"Measured 2026-12-01 09:30 UTC at `0123456789ab` on 2 CPUs (linux/amd64, go1.26.8); load average 0.50 0.40 0.30 before, 1.90 0.80 0.40 after. Synthetic.\n",
 		"**Duel**: 8 listers (`kcp:0` `v1beta1:` `v1:0` `v1beta1:0:paged` `v1:` `v1beta1:0` `v1::paged` `kcp:`), 2 watchers, 4 writers (mixed); at most 20.0 s or 200,000 requests, against each shard in turn.",
@@ -120,19 +120,19 @@ func TestSummary(t *testing.T) {
 
 func TestFormat(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4200: "-4,200"} {
-		if got := duel.Thousands(n); got != want {
+		if got := report.Thousands(n); got != want {
 			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 	for d, want := range map[time.Duration]string{3460 * time.Millisecond: "3.5 s", time.Second: "1.0 s", 630 * time.Millisecond: "630 ms", 4 * time.Millisecond: "4 ms", 0: "0 ms"} {
-		if got := duel.Seconds(d); got != want {
+		if got := report.Seconds(d); got != want {
 			t.Errorf("Seconds(%s) = %q, want %q", d, got, want)
 		}
 	}
-	if got := (*duel.Fatal)(nil).Markdown(); got != "none" {
+	if got := (*report.Fatal)(nil).Markdown(); got != "none" {
 		t.Errorf("nil fatal = %q", got)
 	}
-	if got := (&duel.Fatal{Signature: "concurrent map read and map write"}).Markdown(); got != "`concurrent map read and map write`" {
+	if got := (&report.Fatal{Signature: "concurrent map read and map write"}).Markdown(); got != "`concurrent map read and map write`" {
 		t.Errorf("fatal without frame = %q", got)
 	}
 }
