@@ -76,9 +76,6 @@ func run() int {
 		k := *cli.KCP
 		k.Logf, k.HammerLogf = o.Logf, o.HammerLogf
 		rep.RealKCP, err = evidence.RunKCP(ctx, o, k)
-		if err == nil {
-			err = rep.Check()
-		}
 	}
 	var sharded *evidence.Sharded
 	if err == nil && cli.Sharded != nil {

@@ -22,7 +22,6 @@ func Run(variant string, perSecond int64, elapsed time.Duration, died bool) repo
 		r.Lists += n
 	}
 	r.Requests = r.Lists + r.Lists/10 // watches and writes besides
-	r.ListsPerSecond = report.Rate(r.Lists, r.Alive)
 	if died {
 		// The hammer notices a moment later.
 		r.LoadElapsed += 100 * time.Millisecond
@@ -80,10 +79,7 @@ func Report() *report.Report {
 	for i := range r.SingleLister.Rounds {
 		rd := &r.SingleLister.Rounds[i]
 		rd.Pristine.Timeline, rd.Patched.Timeline = nil, nil
-		r.SingleLister.Pristine.Add(rd.Pristine)
-		r.SingleLister.Patched.Add(rd.Patched)
 	}
-	r.SingleLister.Ratio = report.Ratio(r.SingleLister.Patched, r.SingleLister.Pristine)
 	for i, n := range []int{1, 2, 4} {
 		st := report.Step{Listers: n,
 			Patched:  Run(report.Patched, int64(300*n), 5*time.Second, false),

@@ -279,7 +279,7 @@ func TestExportDuelSummary(t *testing.T) {
 		t.Errorf("evidence = %+v", res.Evidence)
 	}
 
-	rep.Duel.Patched.ListsPerSecond *= 3
+	rep.Duel.Patched.Variant = rep.Duel.Pristine.Variant
 	data, err = rep.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestExportDuelSummary(t *testing.T) {
 	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), string(data))
 	out2 := filepath.Join(t.TempDir(), "out")
 	_, err = Run(context.Background(), Options{Root: root, OutDir: out2, NoVerify: true})
-	if want := "--suite-report " + filepath.Join(root, DefaultSuiteReport) + ": duel.patched: listsPerSecond"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "--suite-report " + filepath.Join(root, DefaultSuiteReport) + ": duel.patched: variant \"pristine\", want \"patched\""; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("inconsistent duel: %v, want %q", err, want)
 	}
 	if _, err := os.Stat(out2); !os.IsNotExist(err) {

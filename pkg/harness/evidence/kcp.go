@@ -298,16 +298,15 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions,
 			}
 			partial[s.variant], full[s.variant] = p, f
 		}
-		rd.Partial = report.NewRatePair(partial[report.Pristine], partial[report.Patched])
-		rd.Full = report.NewRatePair(full[report.Pristine], full[report.Patched])
+		rd.Partial = report.RatePair{Pristine: partial[report.Pristine], Patched: partial[report.Patched]}
+		rd.Full = report.RatePair{Pristine: full[report.Pristine], Patched: full[report.Patched]}
 		if k.Logf != nil {
 			k.Logf("evidence: kcp round %d, %d annotations (%s first): partial %.1f / %.1f LIST/s = %.3f, full %.1f / %.1f LIST/s = %.3f", i+1, annotations, rd.First,
-				rd.Partial.Patched.ListsPerSecond, rd.Partial.Pristine.ListsPerSecond, rd.Partial.Ratio,
-				rd.Full.Patched.ListsPerSecond, rd.Full.Pristine.ListsPerSecond, rd.Full.Ratio)
+				rd.Partial.Patched.ListsPerSecond(), rd.Partial.Pristine.ListsPerSecond(), rd.Partial.Ratio(),
+				rd.Full.Patched.ListsPerSecond(), rd.Full.Pristine.ListsPerSecond(), rd.Full.Ratio())
 		}
 		out.Rounds = append(out.Rounds, rd)
 	}
-	out.Summarize()
 	return out, nil
 }
 
@@ -333,7 +332,7 @@ func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf fu
 	if rep.Death.Died || rep.Error != "" {
 		return report.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
 	}
-	return report.NewRated(rep.Timeline.Lists(), rep.Failed, rep.LoadElapsed), nil
+	return report.Rated{Lists: rep.Timeline.Lists(), Failed: rep.Failed, Elapsed: rep.LoadElapsed}, nil
 }
 
 // fullRate is one client's wildcard full-object LISTs of the ClusterRoles
@@ -378,5 +377,5 @@ func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (report.Rated, e
 		}
 		lists++
 	}
-	return report.NewRated(lists, failed, time.Since(start)), nil
+	return report.Rated{Lists: lists, Failed: failed, Elapsed: time.Since(start)}, nil
 }
