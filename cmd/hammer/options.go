@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
@@ -155,7 +156,7 @@ func usage() string {
 Hammers a kcp shard (or the kcp-carry test shard) with concurrent wildcard
 partial-metadata LISTs and WATCHes plus label writers, and checks that
 `)
-	checks := hammer.Checks()
+	checks := checks.List()
 	for i, c := range checks {
 		end := ","
 		if i == len(checks)-1 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
@@ -77,7 +78,7 @@ current-context: root
 	}
 	// --help lists every check the hammer runs, and the flag that skips the
 	// after-load ones (--no-verify is carry export's: skip carry verify).
-	for _, c := range hammer.Checks() {
+	for _, c := range checks.List() {
 		if !strings.Contains(help.String(), "("+c.ID+") ") {
 			t.Errorf("--help does not describe check (%s):\n%s", c.ID, help.String())
 		}

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
@@ -48,7 +49,7 @@ func TestPatchedShardMixedWatchers(t *testing.T) {
 // events of typed objects carry kcp.io/original-api-version.
 func expectOwnAnswers(t *testing.T, rep *hammer.Report) {
 	t.Helper()
-	c := rep.Result(hammer.CheckMixedWatchers)
+	c := rep.Result(checks.MixedWatchers)
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
 	}
@@ -102,7 +103,7 @@ func TestPristineShardMixesUpWatchers(t *testing.T) {
 // expectOwnAnswers).
 func expectMixedUp(t *testing.T, rep *hammer.Report) {
 	t.Helper()
-	c := rep.Result(hammer.CheckMixedWatchers)
+	c := rep.Result(checks.MixedWatchers)
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
 	}
