@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
@@ -41,17 +41,17 @@ func run() int {
 		return 2
 	}
 	if cli.RenderOnly {
-		path := filepath.Join(cli.Out, evidence.DuelFile)
+		path := filepath.Join(cli.Out, measure.DuelFile)
 		rep, err := report.Read(path)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "evidence: --render-only: %v\n", err)
 			return 1
 		}
-		if err := evidence.Write(cli.Out, rep); err != nil {
+		if err := measure.Write(cli.Out, rep); err != nil {
 			fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 			return 1
 		}
-		fmt.Printf("evidence: %s and %s rendered again from %s\n", evidence.ChartFile, evidence.ReadmeFile, path)
+		fmt.Printf("evidence: %s and %s rendered again from %s\n", measure.ChartFile, measure.ReadmeFile, path)
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,33 +71,33 @@ func run() int {
 	if cli.ShardedOnly {
 		return runShardedOnly(ctx, cli, logf, start)
 	}
-	rep, err := evidence.Run(ctx, o)
+	rep, err := measure.Run(ctx, o)
 	if err == nil && cli.KCP != nil {
 		k := *cli.KCP
 		k.Logf, k.HammerLogf = o.Logf, o.HammerLogf
-		rep.RealKCP, err = evidence.RunKCP(ctx, o, k)
+		rep.RealKCP, err = measure.RunKCP(ctx, o, k)
 	}
-	var sharded *evidence.Sharded
+	var sharded *measure.Sharded
 	if err == nil && cli.Sharded != nil {
 		so := *cli.Sharded
 		so.Logf = logf
-		sharded, err = evidence.RunSharded(ctx, so)
+		sharded, err = measure.RunSharded(ctx, so)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
 		return 1
 	}
 	if sharded != nil {
-		if err := evidence.WriteSharded(cli.Out, sharded); err != nil {
+		if err := measure.WriteSharded(cli.Out, sharded); err != nil {
 			fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 			return 1
 		}
 	}
-	if err := evidence.Write(cli.Out, rep); err != nil {
+	if err := measure.Write(cli.Out, rep); err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s, %s and %s in %s (%s)\n", evidence.DuelFile, evidence.ChartFile, evidence.ReadmeFile, cli.Out, time.Since(start).Round(time.Second))
+	fmt.Printf("evidence: %s, %s and %s in %s (%s)\n", measure.DuelFile, measure.ChartFile, measure.ReadmeFile, cli.Out, time.Since(start).Round(time.Second))
 	for _, n := range rep.Notes {
 		fmt.Printf("evidence: note: %s\n", n)
 	}
@@ -109,7 +109,7 @@ func run() int {
 func runShardedOnly(ctx context.Context, cli *commandLine, logf func(string, ...any), start time.Time) int {
 	so := *cli.Sharded
 	so.Logf = logf
-	sharded, err := evidence.RunSharded(ctx, so)
+	sharded, err := measure.RunSharded(ctx, so)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
 		return 1
@@ -118,21 +118,21 @@ func runShardedOnly(ctx context.Context, cli *commandLine, logf func(string, ...
 		fmt.Fprintf(os.Stderr, "evidence: %v\n", err)
 		return 1
 	}
-	if err := evidence.WriteSharded(cli.Out, sharded); err != nil {
+	if err := measure.WriteSharded(cli.Out, sharded); err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s and %s in %s (%s)\n", evidence.ShardedFile, evidence.ShardedChartFile, cli.Out, time.Since(start).Round(time.Second))
-	rep, err := report.Read(filepath.Join(cli.Out, evidence.DuelFile))
+	fmt.Printf("evidence: %s and %s in %s (%s)\n", measure.ShardedFile, measure.ShardedChartFile, cli.Out, time.Since(start).Round(time.Second))
+	rep, err := report.Read(filepath.Join(cli.Out, measure.DuelFile))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", evidence.ReadmeFile, err)
+		fmt.Fprintf(os.Stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", measure.ReadmeFile, err)
 		return 0
 	}
-	if err := evidence.Write(cli.Out, rep); err != nil {
+	if err := measure.Write(cli.Out, rep); err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s rendered again with the sharded section\n", evidence.ReadmeFile)
+	fmt.Printf("evidence: %s rendered again with the sharded section\n", measure.ReadmeFile)
 	return 0
 }
 

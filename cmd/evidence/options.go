@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 )
 
 // commandLine is a parsed evidence command line.
 type commandLine struct {
-	Options evidence.Options
+	Options measure.Options
 	// Out is the directory the report goes to.
 	Out     string
 	Verbose bool
@@ -24,10 +24,10 @@ type commandLine struct {
 	RenderOnly bool
 	// KCP, when --kcp-patched and --kcp-pristine are given, adds the
 	// measurements on real kcp.
-	KCP *evidence.KCPOptions
+	KCP *measure.KCPOptions
 	// Sharded, with --sharded-bin, adds the measurement in kcp's sharded
 	// topology; ShardedOnly runs that alone.
-	Sharded     *evidence.ShardedOptions
+	Sharded     *measure.ShardedOptions
 	ShardedOnly bool
 }
 
@@ -50,7 +50,7 @@ Flags:
 // ParseArgs parses the command line (without the program name); root is the
 // repository. Usage and errors go to stderr; a bad flag is an error naming it.
 func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, error) {
-	d := evidence.DefaultOptions()
+	d := measure.DefaultOptions()
 	d.Root = root
 	fs := flag.NewFlagSet("evidence", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -71,22 +71,22 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 	fs.DurationVar(&o.StepDuration, "step-duration", d.StepDuration, "single-lister rounds and scaling steps: bound of each run")
 	fs.Int64Var(&o.StepMaxRequests, "step-max-requests", d.StepMaxRequests, "single-lister rounds and scaling steps: request budget of each run")
 	fs.IntVar(&o.Rounds, "rounds", d.Rounds, "single-lister rounds per shard")
-	steps := fs.String("steps", evidence.JoinInts(d.Steps), "scaling: numbers of listers, growing, comma-separated")
+	steps := fs.String("steps", measure.JoinInts(d.Steps), "scaling: numbers of listers, growing, comma-separated")
 	stepLister := fs.String("step-lister", d.StepLister.Name(), "single-lister and scaling: the request shape of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
 	clusters := fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed, comma-separated")
 	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
 	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
-	k := evidence.KCPOptions{Ratio: evidence.DefaultRatioOptions()}
+	k := measure.KCPOptions{Ratio: measure.DefaultRatioOptions()}
 	fs.StringVar(&k.PatchedBinary, "kcp-patched", "", "real kcp: the kcp built with the carry (bin/kcp); with --kcp-pristine adds the real-kcp section")
 	fs.StringVar(&k.PristineBinary, "kcp-pristine", "", "real kcp: the same kcp built without it (bin/kcp-pristine)")
 	fs.IntVar(&k.Ratio.Objects, "kcp-objects", k.Ratio.Objects, "real kcp, single client: ClusterRoles in all, spread over the workspaces")
 	fs.IntVar(&k.Ratio.Workspaces, "kcp-workspaces", k.Ratio.Workspaces, "real kcp, single client: logical clusters holding them (root and N-1 workspaces)")
-	annotations := fs.String("kcp-annotations", evidence.JoinInts(k.Ratio.Annotations), "real kcp, single client: extra annotations per ClusterRole, comma-separated (one ratio each)")
+	annotations := fs.String("kcp-annotations", measure.JoinInts(k.Ratio.Annotations), "real kcp, single client: extra annotations per ClusterRole, comma-separated (one ratio each)")
 	fs.IntVar(&k.Ratio.Rounds, "kcp-rounds", k.Ratio.Rounds, "real kcp, single client: rounds, alternating which kcp goes first")
 	fs.DurationVar(&k.Ratio.Duration, "kcp-duration", k.Ratio.Duration, "real kcp, single client: bound of each run (partial and full LISTs each)")
 	kcpLister := fs.String("kcp-lister", k.Ratio.Lister.Name(), "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
 	shardedBin := fs.String("sharded-bin", "", "sharded kcp: the directory of `make sharded`'s servers (kcp, kcp-front-proxy, cache-server, virtual-workspaces, and each -pristine); adds the sharded section")
-	sharded := evidence.DefaultShardedOptions("")
+	sharded := measure.DefaultShardedOptions("")
 	fs.DurationVar(&sharded.Duration, "sharded-duration", sharded.Duration, "sharded kcp: bound of the carried load on each shard and the cache server")
 	fs.DurationVar(&sharded.StockBound, "sharded-stock-bound", sharded.StockBound, "sharded kcp: bound of the stock load on shard 1 (it should die long before)")
 	fs.BoolVar(&cli.ShardedOnly, "sharded-only", false, "measure only the sharded section (needs --sharded-bin); the README is rendered again from DIR/duel.json")
@@ -121,7 +121,7 @@ func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, erro
 		cli.KCP = &k
 	}
 	if *shardedBin != "" {
-		d := evidence.DefaultShardedOptions(*shardedBin)
+		d := measure.DefaultShardedOptions(*shardedBin)
 		sharded.Patched, sharded.Pristine = d.Patched, d.Pristine
 		if sharded.Duration <= 0 || sharded.Duration > 5*time.Minute {
 			errs = append(errs, fmt.Errorf("--sharded-duration: must be in (0, 5m], got %s", sharded.Duration))

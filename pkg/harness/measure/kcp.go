@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package evidence runs the duel behind `make evidence` and writes its
+// Package measure runs the duel behind `make evidence` and writes its
 // report: the same hammer load (pkg/harness/hammer) against a test shard
 // (test/fixture) linked against the pristine fork and one linked against the
 // carry, one shard under load at a time, measured three ways (see pkg/harness/report),
@@ -7,7 +7,7 @@
 //
 // It is a report, not a test: the live suite (test/e2e) asserts what must
 // hold. Every load is bounded by a duration and a request budget.
-package evidence
+package measure
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"bytes"
@@ -96,7 +96,7 @@ func README(rep *report.Report, bench string, sharded *Sharded) []byte {
 	var b strings.Builder
 	s := rep.Setup
 	b.WriteString("# Evidence: the carry on a live test shard\n\n")
-	b.WriteString("Written by `make evidence` (`cmd/evidence`, `pkg/harness/evidence`); every number below is in [`" + DuelFile +
+	b.WriteString("Written by `make evidence` (`cmd/evidence`, `pkg/harness/measure`); every number below is in [`" + DuelFile +
 		"`](" + DuelFile + ") (format: `pkg/harness/report`). It is a report: the live suite (`test/e2e`) is what asserts that the " +
 		"pristine shard dies and the patched one holds.\n\n")
 	b.WriteString("![Successful wildcard partial-metadata LISTs per second, pristine fork against the carry, under the same load](" + ChartFile + ")\n\n")
