@@ -41,7 +41,7 @@ func run() int {
 		return 2
 	}
 	if cli.RenderOnly {
-		path := filepath.Join(cli.Out, measure.DuelFile)
+		path := filepath.Join(cli.Out, report.DuelFile)
 		rep, err := report.Read(path)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "evidence: --render-only: %v\n", err)
@@ -51,7 +51,7 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 			return 1
 		}
-		fmt.Printf("evidence: %s and %s rendered again from %s\n", measure.ChartFile, measure.ReadmeFile, path)
+		fmt.Printf("evidence: %s and %s rendered again from %s\n", report.ChartFile, report.ReadmeFile, path)
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -97,7 +97,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s, %s and %s in %s (%s)\n", measure.DuelFile, measure.ChartFile, measure.ReadmeFile, cli.Out, time.Since(start).Round(time.Second))
+	fmt.Printf("evidence: %s, %s and %s in %s (%s)\n", report.DuelFile, report.ChartFile, report.ReadmeFile, cli.Out, time.Since(start).Round(time.Second))
 	for _, n := range rep.Notes {
 		fmt.Printf("evidence: note: %s\n", n)
 	}
@@ -123,16 +123,16 @@ func runShardedOnly(ctx context.Context, cli *commandLine, logf func(string, ...
 		return 1
 	}
 	fmt.Printf("evidence: %s and %s in %s (%s)\n", measure.ShardedFile, measure.ShardedChartFile, cli.Out, time.Since(start).Round(time.Second))
-	rep, err := report.Read(filepath.Join(cli.Out, measure.DuelFile))
+	rep, err := report.Read(filepath.Join(cli.Out, report.DuelFile))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", measure.ReadmeFile, err)
+		fmt.Fprintf(os.Stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", report.ReadmeFile, err)
 		return 0
 	}
 	if err := measure.Write(cli.Out, rep); err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s rendered again with the sharded section\n", measure.ReadmeFile)
+	fmt.Printf("evidence: %s rendered again with the sharded section\n", report.ReadmeFile)
 	return 0
 }
 

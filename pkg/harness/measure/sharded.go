@@ -24,6 +24,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedkcp"
 )
 
@@ -262,7 +263,7 @@ func ReadSharded(dir string) (*Sharded, error) {
 }
 
 // Shard colors of the sharded chart.
-var shardColors = []color.Color{PatchedColor, PristineColor}
+var shardColors = []color.Color{chart.PatchedColor, chart.PristineColor}
 
 // WriteShardedChart draws, for the stock run, the share of the front-proxy's
 // answers that were 200 for each shard's workspaces, second by second.
@@ -273,7 +274,7 @@ func WriteShardedChart(w io.Writer, s *Sharded) error {
 	p.Y.Label.Text = "probes answered 200 (%)"
 	p.Add(plotter.NewGrid())
 	p.Y.Min, p.Y.Max = 0, 135
-	p.Y.Tick.Marker = wholeTicks{}
+	p.Y.Tick.Marker = chart.WholeTicks{}
 	drawn := 0
 	for shard := range s.Stock.Shards {
 		pts := answerRate(s.Stock.Probes, shard)
@@ -309,8 +310,8 @@ func WriteShardedChart(w io.Writer, s *Sharded) error {
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(8)
-	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(margin(draw.New(c)))
+	c := vgsvg.New(chart.Width, chart.Height)
+	p.Draw(chart.Margin(draw.New(c)))
 	_, err := c.WriteTo(w)
 	return err
 }

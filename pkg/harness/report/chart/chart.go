@@ -1,4 +1,7 @@
-package measure
+// Package chart draws the report's charts as SVG (gonum/plot). It is apart
+// from pkg/harness/report so that the carry CLI, which reads reports, does
+// not link a plotting library.
+package chart
 
 import (
 	"errors"
@@ -23,25 +26,25 @@ var (
 	PatchedColor  = color.RGBA{R: 0x1F, G: 0x77, B: 0xB4, A: 0xFF} // blue
 )
 
-// Chart size.
+// Size of every chart.
 const (
-	chartWidth  = 8 * vg.Inch
-	chartHeight = 4.5 * vg.Inch
+	Width  = 8 * vg.Inch
+	Height = 4.5 * vg.Inch
 )
 
 // minSpan is the shortest last piece of a second the chart draws: the rate
 // of a few milliseconds (the load's last moment) says nothing.
 const minSpan = 250 * time.Millisecond
 
-// WriteChart draws the duel's successful LISTs per second over time, one
+// WriteDuel draws the duel's successful LISTs per second over time, one
 // step line per shard, as SVG. The pristine line ends where its shard died,
 // marked with a cross.
-func WriteChart(w io.Writer, rep *report.Report) error {
+func WriteDuel(w io.Writer, rep *report.Report) error {
 	return writeDuelChart(w, rep.Duel, "pristine fork", "with the carry", "")
 }
 
-// WriteKCPChart is WriteChart for the duel on real kcp.
-func WriteKCPChart(w io.Writer, k *report.RealKCP) error {
+// WriteKCPDuel is WriteDuel for the duel on real kcp.
+func WriteKCPDuel(w io.Writer, k *report.RealKCP) error {
 	return writeDuelChart(w, k.Duel, "stock kcp v0.32.3", "kcp v0.32.3 with the carry", " on real kcp")
 }
 
@@ -50,8 +53,8 @@ func writeDuelChart(w io.Writer, d report.Duel, pristineName, patchedName, where
 	if err != nil {
 		return err
 	}
-	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(margin(draw.New(c)))
+	c := vgsvg.New(Width, Height)
+	p.Draw(Margin(draw.New(c)))
 	_, err = c.WriteTo(w)
 	return err
 }
@@ -79,7 +82,7 @@ func newChart(d report.Duel, pristineName, patchedName, where string) (*plot.Plo
 	p.X.Min, p.X.Max = 0, xmax
 	// Headroom for the legend above the lines.
 	p.Y.Min, p.Y.Max = 0, max(1, top*1.35)
-	p.Y.Tick.Marker = wholeTicks{}
+	p.Y.Tick.Marker = WholeTicks{}
 
 	for _, s := range []struct {
 		pts   plotter.XYs
@@ -130,10 +133,11 @@ func newChart(d report.Duel, pristineName, patchedName, where string) (*plot.Plo
 	return p, nil
 }
 
-// wholeTicks are plot.DefaultTicks labelled without decimals.
-type wholeTicks struct{}
+// WholeTicks are plot.DefaultTicks labelled without decimals.
+type WholeTicks struct{}
 
-func (wholeTicks) Ticks(min, max float64) []plot.Tick {
+// Ticks labels plot.DefaultTicks without decimals.
+func (WholeTicks) Ticks(min, max float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(min, max)
 	for i := range ts {
 		if ts[i].Label != "" {
@@ -143,8 +147,8 @@ func (wholeTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-// margin keeps the plot off the image's edges.
-func margin(c draw.Canvas) draw.Canvas {
+// Margin keeps the plot off the image's edges.
+func Margin(c draw.Canvas) draw.Canvas {
 	return draw.Crop(c, vg.Points(6), -vg.Points(10), vg.Points(4), -vg.Points(8))
 }
 
