@@ -1,7 +1,7 @@
 // Command evidence runs the duel behind `make evidence`: the same hammer
 // load against the pristine and the patched test shard, one at a time, and
 // writes evidence/duel.json, evidence/lists-per-second.svg and
-// evidence/README.md. See pkg/harness/evidence and `evidence --help`. Exit codes: 0
+// evidence/README.md. See pkg/harness/measure and `evidence --help`. Exit codes: 0
 // report written, 1 the measurement failed, 2 usage.
 package main
 

@@ -1,7 +1,9 @@
 // Package report is the schema of the report `make evidence` (cmd/evidence,
-// pkg/harness/evidence) writes to evidence/duel.json and `carry export`
-// summarizes in PR.md, and its markdown: the same hammer load against a test shard linked against the pristine fork and
-// one linked against the carry, one shard under load at a time.
+// pkg/harness/measure) writes to evidence/duel.json and `carry export`
+// summarizes in PR.md, and its markdown (the summary and evidence/README.md;
+// report/chart draws the charts): the same hammer load against a test shard
+// linked against the pristine fork and one linked against the carry, one
+// shard under load at a time.
 //
 // It holds three measurements:
 //
