@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,113 +18,142 @@ import (
 // MarshalJSON writes the run with its "listsPerSecond".
 func (r Run) MarshalJSON() ([]byte, error) {
 	type plain Run
-	return json.Marshal(struct {
-		plain
-		ListsPerSecond float64 `json:"listsPerSecond"`
-	}{plain(r), r.ListsPerSecond()})
+	return encodeWith(plain(r), derived{"listsPerSecond", r.ListsPerSecond(), "aliveNanos"})
 }
 
 // UnmarshalJSON reads a run, ignoring its "listsPerSecond".
 func (r *Run) UnmarshalJSON(data []byte) error {
 	type plain Run
-	return decodeStrict(data, &struct {
-		*plain
-		ListsPerSecond json.RawMessage `json:"listsPerSecond"`
-	}{plain: (*plain)(r)})
+	return decodeWithout(data, (*plain)(r), "listsPerSecond")
 }
 
 // MarshalJSON writes the total with its "listsPerSecond".
 func (t Total) MarshalJSON() ([]byte, error) {
 	type plain Total
-	return json.Marshal(struct {
-		plain
-		ListsPerSecond float64 `json:"listsPerSecond"`
-	}{plain(t), t.ListsPerSecond()})
+	return encodeWith(plain(t), derived{"listsPerSecond", t.ListsPerSecond(), "aliveNanos"})
 }
 
 // MarshalJSON writes the rounds with their totals and ratio.
 func (s SingleLister) MarshalJSON() ([]byte, error) {
 	type plain SingleLister
 	pristine, patched := s.Totals()
-	return json.Marshal(struct {
-		plain
-		Pristine Total   `json:"pristine"`
-		Patched  Total   `json:"patched"`
-		Ratio    float64 `json:"ratio"`
-	}{plain(s), pristine, patched, s.Ratio()})
+	return encodeWith(plain(s),
+		derived{"pristine", pristine, ""}, derived{"patched", patched, ""}, derived{"ratio", s.Ratio(), ""})
 }
 
 // UnmarshalJSON reads the rounds, ignoring the totals and ratio.
 func (s *SingleLister) UnmarshalJSON(data []byte) error {
 	type plain SingleLister
-	return decodeStrict(data, &struct {
-		*plain
-		Pristine json.RawMessage `json:"pristine"`
-		Patched  json.RawMessage `json:"patched"`
-		Ratio    json.RawMessage `json:"ratio"`
-	}{plain: (*plain)(s)})
+	return decodeWithout(data, (*plain)(s), "pristine", "patched", "ratio")
 }
 
 // MarshalJSON writes the pair with its "ratio".
 func (p RatePair) MarshalJSON() ([]byte, error) {
 	type plain RatePair
-	return json.Marshal(struct {
-		plain
-		Ratio float64 `json:"ratio"`
-	}{plain(p), p.Ratio()})
+	return encodeWith(plain(p), derived{"ratio", p.Ratio(), ""})
 }
 
 // UnmarshalJSON reads the pair, ignoring its "ratio".
 func (p *RatePair) UnmarshalJSON(data []byte) error {
 	type plain RatePair
-	return decodeStrict(data, &struct {
-		*plain
-		Ratio json.RawMessage `json:"ratio"`
-	}{plain: (*plain)(p)})
+	return decodeWithout(data, (*plain)(p), "ratio")
 }
 
 // MarshalJSON writes the rate with its "listsPerSecond".
 func (r Rated) MarshalJSON() ([]byte, error) {
 	type plain Rated
-	return json.Marshal(struct {
-		plain
-		ListsPerSecond float64 `json:"listsPerSecond"`
-	}{plain(r), r.ListsPerSecond()})
+	return encodeWith(plain(r), derived{"listsPerSecond", r.ListsPerSecond(), ""})
 }
 
 // UnmarshalJSON reads the rate, ignoring its "listsPerSecond".
 func (r *Rated) UnmarshalJSON(data []byte) error {
 	type plain Rated
-	return decodeStrict(data, &struct {
-		*plain
-		ListsPerSecond json.RawMessage `json:"listsPerSecond"`
-	}{plain: (*plain)(r)})
+	return decodeWithout(data, (*plain)(r), "listsPerSecond")
 }
 
 // MarshalJSON writes the rounds with their "partial" and "full" summaries.
 func (k KCPRatio) MarshalJSON() ([]byte, error) {
 	type plain KCPRatio
-	return json.Marshal(struct {
-		plain
-		Partial RatioSummary `json:"partial"`
-		Full    RatioSummary `json:"full"`
-	}{plain(k), k.Partial(), k.Full()})
+	return encodeWith(plain(k), derived{"partial", k.Partial(), ""}, derived{"full", k.Full(), ""})
 }
 
 // UnmarshalJSON reads the rounds, ignoring the summaries.
 func (k *KCPRatio) UnmarshalJSON(data []byte) error {
 	type plain KCPRatio
-	return decodeStrict(data, &struct {
-		*plain
-		Partial json.RawMessage `json:"partial"`
-		Full    json.RawMessage `json:"full"`
-	}{plain: (*plain)(k)})
+	return decodeWithout(data, (*plain)(k), "partial", "full")
 }
 
-// decodeStrict decodes data into v refusing unknown fields: Parse's decoder
-// does not pass its strictness on to a type's own UnmarshalJSON.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
+// derived is a field written from the counts: its key, its value, and the
+// field it follows ("" for the end), where documents have always had it.
+type derived struct {
+	key   string
+	value any
+	after string
+}
+
+// encodeWith is the JSON object plain encodes to with the derived fields
+// added.
+func encodeWith(plain any, fields ...derived) ([]byte, error) {
+	data, err := json.Marshal(plain)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fields {
+		value, err := json.Marshal(f.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		at := bytes.LastIndexByte(data, '}')
+		if f.after != "" {
+			if at, err = endOfField(data, f.after); err != nil {
+				return nil, err
+			}
+		}
+		entry := append([]byte(`,"`+f.key+`":`), value...)
+		data = slices.Insert(data, at, entry...)
+	}
+	return data, nil
+}
+
+// endOfField is the offset just past the value of the field key of the
+// JSON object obj.
+func endOfField(obj []byte, key string) (int, error) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil {
+		return 0, err
+	}
+	for dec.More() {
+		name, err := dec.Token()
+		if err != nil {
+			return 0, err
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return 0, err
+		}
+		if name == key {
+			return int(dec.InputOffset()), nil
+		}
+	}
+	return 0, fmt.Errorf("no field %q to write a derived field after", key)
+}
+
+// decodeWithout decodes the JSON object data into v, refusing unknown
+// fields (Parse's decoder does not pass its strictness on to a type's own
+// UnmarshalJSON) but for the derived ones, which it drops.
+func decodeWithout(data []byte, v any, derivedKeys ...string) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	for _, k := range derivedKeys {
+		delete(fields, k)
+	}
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(rest))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
 }
