@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 )
 
@@ -34,43 +36,48 @@ func (r replaceFlags) Set(v string) error {
 	return nil
 }
 
-// cmdFlags collects repeated --cmd flags.
-type cmdFlags []string
+func (r replaceFlags) Type() string { return "MODULE=DIR" }
 
-func (c *cmdFlags) String() string     { return strings.Join(*c, ",") }
-func (c *cmdFlags) Set(v string) error { *c = append(*c, v); return nil }
+// BuildOptions are carry build's flags.
+type BuildOptions struct {
+	commonOptions
+	source, out, kcpVersion string
+	pristine                bool
+	replaces                replaceFlags
+	cmds                    []string
+}
 
-func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("build", "build [--kcp-source DIR [--kcp-version V]] [--pristine] [--cmd cmd/kcp ...] [--replace MODULE=DIR ...] [--out DIR] [--json] [--root DIR]", stderr)
-	source := fs.String("kcp-source", "", "build this kcp git checkout (source mode) instead of the kcp release go.mod requires (module mode)")
-	out := fs.String("out", "", "directory for the binaries (default ROOT/bin)")
-	pristine := fs.Bool("pristine", false, "build the same kcp without the carry (the fork at its pin), as <command>-pristine: the positive control")
-	kcpVersion := fs.String("kcp-version", "", "kcp version to stamp into a source-mode build of a tree without git metadata (default: ROOT/go.mod's kcp release when the tree is exactly its module source, else the commit a kcp-<commit> archive directory names)")
-	replaces := replaceFlags{}
-	fs.Var(replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
-	var cmds cmdFlags
-	fs.Var(&cmds, "cmd", "kcp main package to build, relative to kcp's root (repeatable; default "+strings.Join(kcpbuild.DefaultCommands, ", ")+")")
-	if code, done := fs.parse(args); done {
-		return code
-	}
-	root, err := fs.repoRoot()
+func NewBuildOptions() *BuildOptions { return &BuildOptions{replaces: replaceFlags{}} }
+
+func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
+	o.commonOptions.AddFlags(fs)
+	fs.StringVar(&o.source, "kcp-source", "", "build this kcp git checkout (source mode) instead of the kcp release go.mod requires (module mode)")
+	fs.StringVar(&o.out, "out", "", "directory for the binaries (default ROOT/bin)")
+	fs.BoolVar(&o.pristine, "pristine", false, "build the same kcp without the carry (the fork at its pin), as <command>-pristine: the positive control")
+	fs.StringVar(&o.kcpVersion, "kcp-version", "", "kcp version to stamp into a source-mode build of a tree without git metadata (default: ROOT/go.mod's kcp release when the tree is exactly its module source, else the commit a kcp-<commit> archive directory names)")
+	fs.Var(o.replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
+	fs.StringArrayVar(&o.cmds, "cmd", nil, "kcp main package to build, relative to kcp's root (repeatable; default "+strings.Join(kcpbuild.DefaultCommands, ", ")+")")
+}
+
+func (o *BuildOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "build", err)
 	}
 	res, err := kcpbuild.Build(ctx, kcpbuild.Options{
 		Root:       root,
-		KCPSource:  *source,
-		Commands:   cmds,
-		Replaces:   replaces,
-		OutDir:     *out,
+		KCPSource:  o.source,
+		Commands:   o.cmds,
+		Replaces:   o.replaces,
+		OutDir:     o.out,
 		Progress:   stderr,
-		Pristine:   *pristine,
-		KCPVersion: *kcpVersion,
+		Pristine:   o.pristine,
+		KCPVersion: o.kcpVersion,
 	})
 	if err != nil {
 		return failBuild(stderr, "build", err)
 	}
-	if fs.json {
+	if o.json {
 		if err := writeJSON(stdout, res); err != nil {
 			return fail(stderr, "build", err)
 		}

@@ -1,7 +1,8 @@
 package main
 
-// The `carry` command line: a table of subcommands, each parsing its own
-// flags with the standard flag package.
+// The `carry` command line: a cobra root with one subcommand per file, each
+// an options struct in kcp's shape (NewOptions, AddFlags, Complete, Validate,
+// Run) on pflag.
 //
 // Exit codes: 0 success, 1 a check or operation failed, 2 usage error.
 
@@ -9,13 +10,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
@@ -28,105 +31,153 @@ const (
 	ExitUsage = 2
 )
 
-// Command is one subcommand.
-type Command struct {
-	Name    string
-	Summary string
-	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+// subcommand is what every carry subcommand's options implement: AddFlags
+// binds them, Complete derives what the flags leave open, Validate refuses
+// bad combinations (a usage error), Run does the work and returns the exit
+// code, having reported any failure on stderr.
+type subcommand interface {
+	AddFlags(fs *pflag.FlagSet)
+	Complete() error
+	Validate() error
+	Run(ctx context.Context, stdout, stderr io.Writer) int
 }
 
-// Commands is the subcommand table. New subcommands (build, verify,
-// export, ...) are added here, each in its own file.
-func Commands() []Command {
-	return []Command{
-		{Name: "pins", Summary: "check (or --write) go.mod's kcp pin block against kcp's go.mod", Run: runPins},
-		{Name: "overlay", Summary: "build .overlay/ from verified fork zips and staging-patches/, and point go.work at it", Run: runOverlay},
-		{Name: "refresh", Summary: "fold edits made in .overlay/<module> back into the carry's patches", Run: runRefresh},
-		{Name: "verify", Summary: "run the carry's tests with the series (must pass, -race) and on the pristine fork (must fail)", Run: runVerify},
-		{Name: "build", Summary: "link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", Run: runBuild},
-		{Name: "image", Summary: "layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", Run: runImage},
-		{Name: "scrub", Summary: "find (dry run) or --apply remove the kcp.io/original-api-version: \"\" a pristine kcp stored, across all logical clusters", Run: runScrub},
-		{Name: "export", Summary: "write the carry as a format-patch series with fork paths plus PR.md for github.com/kcp-dev/kubernetes", Run: runExport},
+// NewCommand returns the carry command with its subcommands. New
+// subcommands (build, verify, export, ...) are added here, each in its own
+// file.
+func NewCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "carry",
+		Short: "carry kcp-carry's patches on kcp's Kubernetes fork",
+		Long: "carry manages kcp-carry's patches on kcp's Kubernetes fork: pins, the patched-module overlay,\n" +
+			"patch refresh, kcp builds and images, the positive control and the upstream export.\n\n" +
+			"Run `carry <command> --help` for the command's flags. Exit status: 0 ok, 1 failed, 2 usage error.",
+		// Silenced: Main reports errors and usage itself, with exit codes.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(*cobra.Command, []string) error { return errNoCommand },
 	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	add := func(name, use, short, long string, o subcommand) {
+		root.AddCommand(newSubcommand(name, use, short, long, o, stdout, stderr))
+	}
+	add("pins", "pins [--write | --kcp-source DIR] [--json] [--root DIR]",
+		"check (or --write) go.mod's kcp pin block against kcp's go.mod", "", NewPinsOptions())
+	add("overlay", "overlay [--force] [--json] [--root DIR]",
+		"build .overlay/ from verified fork zips and staging-patches/, and point go.work at it", "", NewOverlayOptions())
+	add("refresh", `refresh [--module PATH] [--new NNNN-name.patch --subject "UPSTREAM: <carry>: ..."] [--json] [--root DIR]`,
+		"fold edits made in .overlay/<module> back into the carry's patches", "", NewRefreshOptions())
+	add("verify", "verify [--json] [--root DIR]",
+		"run the carry's tests with the series (must pass, -race) and on the pristine fork (must fail)", "", NewVerifyOptions())
+	add("build", "build [--kcp-source DIR [--kcp-version V]] [--pristine] [--cmd cmd/kcp ...] [--replace MODULE=DIR ...] [--out DIR] [--json] [--root DIR]",
+		"link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", "", NewBuildOptions())
+	add("image", "image (--push REF | --out DIR) [--base REF | --base oci:DIR] [--platform linux/amd64,linux/arm64] [--kcp-source DIR] [--replace MODULE=DIR ...] [--bin-dir DIR] [--json] [--root DIR]",
+		"layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", "", NewImageOptions())
+	add("scrub", "scrub [--kubeconfig FILE] [--context NAME] [--workspaces root,root:org] [--resources configmaps,...] [--apply [--force]] [--list] [--json]",
+		`find (dry run) or --apply remove the kcp.io/original-api-version: "" a pristine kcp stored, across all logical clusters`, scrubLong(), NewScrubOptions())
+	add("export", "export --out DIR [--force] [--verify-report FILE | --no-verify] [--suite-report FILE] [--benchstat FILE] [--kcp-source DIR ...] [--json] [--root DIR]",
+		"write the carry as a format-patch series with fork paths plus PR.md for github.com/kcp-dev/kubernetes", "", NewExportOptions())
+	return root
 }
+
+// newSubcommand wires options o into a cobra command: flags, then Complete,
+// Validate and Run.
+func newSubcommand(name, use, short, long string, o subcommand, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		// The use line lists the flags already.
+		DisableFlagsInUseLine: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected arguments: %s", strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				fail(stderr, name, err)
+				return exitCode(ExitFail)
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if code := o.Run(cmd.Context(), stdout, stderr); code != ExitOK {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// exitCode is a subcommand's non-zero exit status, its failure already
+// reported.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// errNoCommand is `carry` alone: usage, exit status ExitUsage.
+var errNoCommand = errors.New("no command given")
 
 // Main runs the carry command line and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cmds := Commands()
-	if len(args) == 0 {
-		usage(stderr, cmds)
-		return ExitUsage
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		usage(stdout, cmds)
+	root := NewCommand(stdout, stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return ExitOK
 	}
-	for _, c := range cmds {
-		if c.Name == args[0] {
-			return c.Run(ctx, args[1:], stdout, stderr)
-		}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
 	}
-	fmt.Fprintf(stderr, "carry: unknown command %q\n", args[0])
-	usage(stderr, cmds)
+	// Anything else is a bad command line: an unknown command or flag, a
+	// flag's bad value, unexpected arguments, or a refusal from Validate.
+	if !errors.Is(err, errNoCommand) {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+	}
+	fmt.Fprint(stderr, cmd.UsageString())
 	return ExitUsage
 }
 
-func usage(w io.Writer, cmds []Command) {
-	fmt.Fprintln(w, "usage: carry <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-18s %s\n", c.Name, c.Summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `carry <command> -h` for the command's flags. Exit status: 0 ok, 1 failed, 2 usage error.")
-}
-
-// flagSet is a subcommand's flags plus the ones every command has.
-type flagSet struct {
-	*flag.FlagSet
+// commonOptions are the flags every subcommand that reads the repository
+// has.
+type commonOptions struct {
 	root string
 	json bool
 }
 
-// newFlagSet creates the flags of subcommand name; synopsis is the usage line.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet("carry "+name, flag.ContinueOnError)}
-	fs.SetOutput(stderr)
-	fs.StringVar(&fs.root, "root", "", "repository root (default: the directory upward from the working directory whose go.mod is module "+reporoot.ModulePath+")")
-	fs.BoolVar(&fs.json, "json", false, "print the result as JSON on stdout")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: carry %s\n\nflags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
+// AddFlags binds --root and --json to fs.
+func (o *commonOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.root, "root", "", "repository root (default: the directory upward from the working directory whose go.mod is module "+reporoot.ModulePath+")")
+	fs.BoolVar(&o.json, "json", false, "print the result as JSON on stdout")
 }
 
-// parse parses args; done is true when the command must return code
-// (help requested, bad flags or unexpected arguments).
-func (fs *flagSet) parse(args []string) (code int, done bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, true
-		}
-		return ExitUsage, true
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected arguments: %s\n", fs.Name(), strings.Join(fs.Args(), " "))
-		fs.Usage()
-		return ExitUsage, true
-	}
-	return 0, false
-}
+// Complete has nothing to derive: --root is resolved when the command runs
+// (repoRoot), so that a usage error is reported before a missing repository.
+func (o *commonOptions) Complete() error { return nil }
+
+// Validate accepts every --root and --json.
+func (o *commonOptions) Validate() error { return nil }
 
 // repoRoot returns --root, or else the nearest directory upward from the
 // working directory whose go.mod declares reporoot.ModulePath.
-func (fs *flagSet) repoRoot() (string, error) {
-	if fs.root != "" {
-		return filepath.Abs(fs.root)
+func (o *commonOptions) repoRoot() (string, error) {
+	if o.root != "" {
+		return filepath.Abs(o.root)
 	}
 	root, err := reporoot.Find(".")
 	if err != nil {

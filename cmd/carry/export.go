@@ -2,54 +2,66 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/export"
 )
 
-func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("export", "export --out DIR [--force] [--verify-report FILE | --no-verify] [--suite-report FILE] [--benchstat FILE] [--kcp-source DIR ...] [--json] [--root DIR]", stderr)
-	out := fs.String("out", "", "directory for the patch series and PR.md (must not exist or be empty, unless --force)")
-	force := fs.Bool("force", false, "replace a non-empty --out directory")
-	verifyReport := fs.String("verify-report", "", "quote this `carry verify --json` report instead of running carry verify (minutes)")
-	noVerify := fs.Bool("no-verify", false, "do not run carry verify; PR.md then says it was not run")
-	suite := fs.String("suite-report", "", "live suite result to quote (default ROOT/"+export.DefaultSuiteReport+" if present)")
-	bench := fs.String("benchstat", "", "benchstat output to quote (default ROOT/"+export.DefaultBenchstat+" if present)")
-	var kcpTrees cmdFlags
-	fs.Var(&kcpTrees, "kcp-source", "kcp source tree that ROOT/kcp-patches must apply to with git am, checked on a scratch copy (repeatable)")
-	if code, done := fs.parse(args); done {
-		return code
+// ExportOptions are carry export's flags.
+type ExportOptions struct {
+	commonOptions
+	out, verifyReport, suite, bench string
+	force, noVerify                 bool
+	kcpTrees                        []string
+}
+
+func NewExportOptions() *ExportOptions { return &ExportOptions{} }
+
+func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
+	o.commonOptions.AddFlags(fs)
+	fs.StringVar(&o.out, "out", "", "directory for the patch series and PR.md (must not exist or be empty, unless --force)")
+	fs.BoolVar(&o.force, "force", false, "replace a non-empty --out directory")
+	fs.StringVar(&o.verifyReport, "verify-report", "", "quote this `carry verify --json` report instead of running carry verify (minutes)")
+	fs.BoolVar(&o.noVerify, "no-verify", false, "do not run carry verify; PR.md then says it was not run")
+	fs.StringVar(&o.suite, "suite-report", "", "live suite result to quote (default ROOT/"+export.DefaultSuiteReport+" if present)")
+	fs.StringVar(&o.bench, "benchstat", "", "benchstat output to quote (default ROOT/"+export.DefaultBenchstat+" if present)")
+	fs.StringArrayVar(&o.kcpTrees, "kcp-source", nil, "kcp source tree that ROOT/kcp-patches must apply to with git am, checked on a scratch copy (repeatable)")
+}
+
+func (o *ExportOptions) Validate() error {
+	if o.out == "" {
+		return errors.New("--out DIR is required")
 	}
-	if *out == "" {
-		fmt.Fprintln(stderr, "carry export: --out DIR is required")
-		fs.Usage()
-		return ExitUsage
+	if o.noVerify && o.verifyReport != "" {
+		return errors.New("--verify-report and --no-verify exclude each other")
 	}
-	if *noVerify && *verifyReport != "" {
-		fmt.Fprintln(stderr, "carry export: --verify-report and --no-verify exclude each other")
-		fs.Usage()
-		return ExitUsage
-	}
-	root, err := fs.repoRoot()
+	return nil
+}
+
+func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "export", err)
 	}
 	res, err := export.Run(ctx, export.Options{
 		Root:         root,
-		OutDir:       *out,
-		Force:        *force,
-		VerifyReport: *verifyReport,
-		NoVerify:     *noVerify,
-		SuiteReport:  *suite,
-		Benchstat:    *bench,
-		KCPTrees:     kcpTrees,
+		OutDir:       o.out,
+		Force:        o.force,
+		VerifyReport: o.verifyReport,
+		NoVerify:     o.noVerify,
+		SuiteReport:  o.suite,
+		Benchstat:    o.bench,
+		KCPTrees:     o.kcpTrees,
 		Progress:     stderr,
 	})
 	if err != nil {
 		return fail(stderr, "export", err)
 	}
-	if fs.json {
+	if o.json {
 		if err := writeJSON(stdout, res); err != nil {
 			return fail(stderr, "export", err)
 		}

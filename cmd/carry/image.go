@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/image"
 )
@@ -36,44 +38,56 @@ func (p *platformFlags) Set(v string) error {
 	return nil
 }
 
-func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("image", "image (--push REF | --out DIR) [--base REF | --base oci:DIR] [--platform linux/amd64,linux/arm64] [--kcp-source DIR] [--replace MODULE=DIR ...] [--bin-dir DIR] [--json] [--root DIR]", stderr)
-	base := fs.String("base", "", "kcp image to layer onto: a registry reference, or oci:DIR for an OCI image layout (default "+image.DefaultBaseRepository+":<kcp version built>)")
-	push := fs.String("push", "", "push the result to this registry reference (credentials from the default keychain, as docker login / crane auth login store them)")
-	out := fs.String("out", "", "write the result as an OCI image layout into this directory (replaced if it already holds one)")
-	binDir := fs.String("bin-dir", "", "directory for each platform's binaries, in DIR/<os>_<arch> (default ROOT/bin)")
-	source := fs.String("kcp-source", "", "build this kcp git checkout (as carry build --kcp-source)")
-	replaces := replaceFlags{}
-	fs.Var(replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
-	var platforms platformFlags
-	fs.Var(&platforms, "platform", "only these platforms of the base, as OS/ARCH[,OS/ARCH] (repeatable; default every linux platform of the base)")
-	if code, done := fs.parse(args); done {
-		return code
+func (p *platformFlags) Type() string { return "OS/ARCH" }
+
+// ImageOptions are carry image's flags.
+type ImageOptions struct {
+	commonOptions
+	base, push, out, binDir, source string
+	replaces                        replaceFlags
+	platforms                       platformFlags
+}
+
+func NewImageOptions() *ImageOptions { return &ImageOptions{replaces: replaceFlags{}} }
+
+func (o *ImageOptions) AddFlags(fs *pflag.FlagSet) {
+	o.commonOptions.AddFlags(fs)
+	fs.StringVar(&o.base, "base", "", "kcp image to layer onto: a registry reference, or oci:DIR for an OCI image layout (default "+image.DefaultBaseRepository+":<kcp version built>)")
+	fs.StringVar(&o.push, "push", "", "push the result to this registry reference (credentials from the default keychain, as docker login / crane auth login store them)")
+	fs.StringVar(&o.out, "out", "", "write the result as an OCI image layout into this directory (replaced if it already holds one)")
+	fs.StringVar(&o.binDir, "bin-dir", "", "directory for each platform's binaries, in DIR/<os>_<arch> (default ROOT/bin)")
+	fs.StringVar(&o.source, "kcp-source", "", "build this kcp git checkout (as carry build --kcp-source)")
+	fs.Var(o.replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
+	fs.Var(&o.platforms, "platform", "only these platforms of the base, as OS/ARCH[,OS/ARCH] (repeatable; default every linux platform of the base)")
+}
+
+func (o *ImageOptions) Validate() error {
+	if o.push == "" && o.out == "" {
+		return errors.New("give --push REF or --out DIR (or both)")
 	}
-	if *push == "" && *out == "" {
-		fmt.Fprintln(stderr, "carry image: give --push REF or --out DIR (or both)")
-		fs.Usage()
-		return ExitUsage
-	}
-	root, err := fs.repoRoot()
+	return nil
+}
+
+func (o *ImageOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "image", err)
 	}
 	res, err := image.Run(ctx, image.Options{
 		Root:      root,
-		KCPSource: *source,
-		Replaces:  replaces,
-		Base:      *base,
-		Platforms: platforms,
-		Push:      *push,
-		OutDir:    *out,
-		BinDir:    *binDir,
+		KCPSource: o.source,
+		Replaces:  o.replaces,
+		Base:      o.base,
+		Platforms: o.platforms,
+		Push:      o.push,
+		OutDir:    o.out,
+		BinDir:    o.binDir,
 		Progress:  stderr,
 	})
 	if err != nil {
 		return failBuild(stderr, "image", err)
 	}
-	if fs.json {
+	if o.json {
 		if err := writeJSON(stdout, res); err != nil {
 			return fail(stderr, "image", err)
 		}
@@ -90,7 +104,7 @@ func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "  %-12s %s  layer %s: %s\n", p.Platform, p.Digest, p.LayerDigest, strings.Join(names, " "))
 	}
 	if res.Pushed != "" {
-		fmt.Fprintf(stdout, "pushed %s (%s)\n", *push, res.Pushed)
+		fmt.Fprintf(stdout, "pushed %s (%s)\n", o.push, res.Pushed)
 	}
 	if res.Out != "" {
 		fmt.Fprintf(stdout, "wrote %s (OCI image layout, ref %s)\n", res.Out, res.RefName)

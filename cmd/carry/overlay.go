@@ -5,16 +5,26 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 )
 
-func runOverlay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("overlay", "overlay [--force] [--json] [--root DIR]", stderr)
-	force := fs.Bool("force", false, "rebuild even if up to date, discarding hand edits in .overlay/")
-	if code, done := fs.parse(args); done {
-		return code
-	}
-	root, err := fs.repoRoot()
+// OverlayOptions are carry overlay's flags.
+type OverlayOptions struct {
+	commonOptions
+	force bool
+}
+
+func NewOverlayOptions() *OverlayOptions { return &OverlayOptions{} }
+
+func (o *OverlayOptions) AddFlags(fs *pflag.FlagSet) {
+	o.commonOptions.AddFlags(fs)
+	fs.BoolVar(&o.force, "force", false, "rebuild even if up to date, discarding hand edits in .overlay/")
+}
+
+func (o *OverlayOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "overlay", err)
 	}
@@ -22,12 +32,12 @@ func runOverlay(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		Root:       root,
 		GoWorkPath: filepath.Join(root, "go.work"),
 		Progress:   stderr,
-		Force:      *force,
+		Force:      o.force,
 	})
 	if err != nil {
 		return fail(stderr, "overlay", err)
 	}
-	if fs.json {
+	if o.json {
 		if err := writeJSON(stdout, res); err != nil {
 			return fail(stderr, "overlay", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/mod/modfile"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
@@ -34,22 +35,32 @@ func replaceStrings(rs []pins.Replace) []string {
 	return out
 }
 
-func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("pins", "pins [--write | --kcp-source DIR] [--json] [--root DIR]", stderr)
-	write := fs.Bool("write", false, "rewrite go.mod's pin block instead of checking it")
-	source := fs.String("kcp-source", "", "instead, tell whether this kcp tree pins each carried fork module at the commit the carry was made for (go.mod's)")
-	if code, done := fs.parse(args); done {
-		return code
-	}
-	root, err := fs.repoRoot()
+// PinsOptions are carry pins' flags.
+type PinsOptions struct {
+	commonOptions
+	write  bool
+	source string
+}
+
+func NewPinsOptions() *PinsOptions { return &PinsOptions{} }
+
+func (o *PinsOptions) AddFlags(fs *pflag.FlagSet) {
+	o.commonOptions.AddFlags(fs)
+	fs.BoolVar(&o.write, "write", false, "rewrite go.mod's pin block instead of checking it")
+	fs.StringVar(&o.source, "kcp-source", "", "instead, tell whether this kcp tree pins each carried fork module at the commit the carry was made for (go.mod's)")
+}
+
+func (o *PinsOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "pins", err)
 	}
-	if *source != "" {
-		if *write {
+	if o.source != "" {
+		// A failure, not a usage error, as it always was (exit 1).
+		if o.write {
 			return fail(stderr, "pins", fmt.Errorf("--write and --kcp-source exclude each other: --kcp-source only reads the tree"))
 		}
-		return runTreePins(root, *source, fs.json, stdout, stderr)
+		return runTreePins(root, o.source, o.json, stdout, stderr)
 	}
 	goModPath := filepath.Join(root, "go.mod")
 	data, err := os.ReadFile(goModPath)
@@ -78,7 +89,7 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Missing: replaceStrings(diff.Missing), Extra: replaceStrings(diff.Extra), Marker: diff.Marker,
 	}
 
-	if *write && !diff.Empty() {
+	if o.write && !diff.Empty() {
 		out, err := pins.Rewrite(goModPath, data, want, kcpVersion)
 		if err != nil {
 			return fail(stderr, "pins", err)
@@ -89,7 +100,7 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		res.Written = true
 	}
 
-	if fs.json {
+	if o.json {
 		if err := writeJSON(stdout, res); err != nil {
 			return fail(stderr, "pins", err)
 		}

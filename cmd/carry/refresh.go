@@ -2,38 +2,50 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
+
+	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/refresh"
 )
 
-func runRefresh(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("refresh", `refresh [--module PATH] [--new NNNN-name.patch --subject "UPSTREAM: <carry>: ..."] [--json] [--root DIR]`, stderr)
-	mod := fs.String("module", "", "refresh only this carried module (default: every edited module)")
-	newName := fs.String("new", "", "append the edits as this new patch file instead of folding them into the top patch")
-	subject := fs.String("subject", "", "commit subject of the --new patch")
-	if code, done := fs.parse(args); done {
-		return code
+// RefreshOptions are carry refresh's flags.
+type RefreshOptions struct {
+	commonOptions
+	module, newName, subject string
+}
+
+func NewRefreshOptions() *RefreshOptions { return &RefreshOptions{} }
+
+func (o *RefreshOptions) AddFlags(fs *pflag.FlagSet) {
+	o.commonOptions.AddFlags(fs)
+	fs.StringVar(&o.module, "module", "", "refresh only this carried module (default: every edited module)")
+	fs.StringVar(&o.newName, "new", "", "append the edits as this new patch file instead of folding them into the top patch")
+	fs.StringVar(&o.subject, "subject", "", "commit subject of the --new patch")
+}
+
+func (o *RefreshOptions) Validate() error {
+	if (o.newName == "") != (o.subject == "") {
+		return errors.New("--new and --subject go together")
 	}
-	if (*newName == "") != (*subject == "") {
-		fmt.Fprintln(stderr, "carry refresh: --new and --subject go together")
-		fs.Usage()
-		return ExitUsage
-	}
-	root, err := fs.repoRoot()
+	return nil
+}
+
+func (o *RefreshOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "refresh", err)
 	}
-	opts := refresh.Options{Root: root, Module: *mod, Progress: stderr}
-	if *newName != "" {
-		opts.New = &refresh.NewPatch{Name: *newName, Subject: *subject}
+	opts := refresh.Options{Root: root, Module: o.module, Progress: stderr}
+	if o.newName != "" {
+		opts.New = &refresh.NewPatch{Name: o.newName, Subject: o.subject}
 	}
 	res, err := refresh.Run(ctx, opts)
 	if err != nil {
 		return fail(stderr, "refresh", err)
 	}
-	if fs.json {
+	if o.json {
 		if err := writeJSON(stdout, res); err != nil {
 			return fail(stderr, "refresh", err)
 		}

@@ -7,12 +7,13 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
 )
 
-func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("verify", "verify [--json] [--root DIR]", stderr)
-	if code, done := fs.parse(args); done {
-		return code
-	}
-	root, err := fs.repoRoot()
+// VerifyOptions are carry verify's flags: only the common ones.
+type VerifyOptions struct{ commonOptions }
+
+func NewVerifyOptions() *VerifyOptions { return &VerifyOptions{} }
+
+func (o *VerifyOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "verify", err)
 	}
@@ -20,7 +21,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, "verify", err)
 	}
-	if fs.json {
+	if o.json {
 		if err := writeJSON(stdout, report); err != nil {
 			return fail(stderr, "verify", err)
 		}

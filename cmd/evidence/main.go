@@ -8,8 +8,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,122 +17,126 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 func main() {
-	os.Exit(run())
-}
-
-func run() int {
 	root, err := reporoot.Find(".")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\n", err)
-		return 2
+		os.Exit(2)
 	}
-	cli, err := parseArgs(os.Args[1:], root, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	c, err := parseArgs(os.Args[1:], root, os.Stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		os.Exit(0)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "evidence: %v\n(see evidence --help)\n", err)
-		return 2
+		os.Exit(2)
 	}
-	if cli.RenderOnly {
-		path := filepath.Join(cli.Out, report.DuelFile)
-		rep, err := report.Read(path)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "evidence: --render-only: %v\n", err)
-			return 1
-		}
-		if err := measure.Write(cli.Out, rep); err != nil {
-			fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
-			return 1
-		}
-		fmt.Printf("evidence: %s and %s rendered again from %s\n", report.ChartFile, report.ReadmeFile, path)
-		return 0
+	c.Options.Command = "evidence"
+	for _, a := range os.Args[1:] {
+		c.Options.Command += " " + shellQuote(a)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	code := c.Run(ctx, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
-	o := cli.Options
-	o.Command = "evidence"
-	for _, a := range os.Args[1:] {
-		o.Command += " " + shellQuote(a)
+// Run measures (or, with --render-only, only renders) and writes the report;
+// it returns the exit code.
+func (c *options) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	if c.RenderOnly {
+		path := filepath.Join(c.Out, report.DuelFile)
+		rep, err := report.Read(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "evidence: --render-only: %v\n", err)
+			return 1
+		}
+		if err := measure.Write(c.Out, rep); err != nil {
+			fmt.Fprintf(stderr, "evidence: writing %s: %v\n", c.Out, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "evidence: %s and %s rendered again from %s\n", report.ChartFile, report.ReadmeFile, path)
+		return 0
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	o := c.Options
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	o.Logf = logf
-	if cli.Verbose {
+	if c.Verbose {
 		o.HammerLogf = logf
 	}
 	start := time.Now()
-	if cli.ShardedOnly {
-		return runShardedOnly(ctx, cli, logf, start)
+	if c.ShardedOnly {
+		return c.runShardedOnly(ctx, stdout, stderr, logf, start)
 	}
 	rep, err := measure.Run(ctx, o)
-	if err == nil && cli.KCP != nil {
-		k := *cli.KCP
+	if err == nil && c.KCP != nil {
+		k := *c.KCP
 		k.Logf, k.HammerLogf = o.Logf, o.HammerLogf
 		rep.RealKCP, err = measure.RunKCP(ctx, o, k)
 	}
 	var sharded *measure.Sharded
-	if err == nil && cli.Sharded != nil {
-		so := *cli.Sharded
+	if err == nil && c.Sharded != nil {
+		so := *c.Sharded
 		so.Logf = logf
 		sharded, err = measure.RunSharded(ctx, so)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
+		fmt.Fprintf(stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, c.Out)
 		return 1
 	}
 	if sharded != nil {
-		if err := measure.WriteSharded(cli.Out, sharded); err != nil {
-			fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+		if err := measure.WriteSharded(c.Out, sharded); err != nil {
+			fmt.Fprintf(stderr, "evidence: writing %s: %v\n", c.Out, err)
 			return 1
 		}
 	}
-	if err := measure.Write(cli.Out, rep); err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+	if err := measure.Write(c.Out, rep); err != nil {
+		fmt.Fprintf(stderr, "evidence: writing %s: %v\n", c.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s, %s and %s in %s (%s)\n", report.DuelFile, report.ChartFile, report.ReadmeFile, cli.Out, time.Since(start).Round(time.Second))
+	fmt.Fprintf(stdout, "evidence: %s, %s and %s in %s (%s)\n", report.DuelFile, report.ChartFile, report.ReadmeFile, c.Out, time.Since(start).Round(time.Second))
 	for _, n := range rep.Notes {
-		fmt.Printf("evidence: note: %s\n", n)
+		fmt.Fprintf(stdout, "evidence: note: %s\n", n)
 	}
 	return 0
 }
 
 // runShardedOnly measures the sharded section alone, writes it, and renders
 // the README again from the duel.json already in the output directory.
-func runShardedOnly(ctx context.Context, cli *commandLine, logf func(string, ...any), start time.Time) int {
-	so := *cli.Sharded
+func (c *options) runShardedOnly(ctx context.Context, stdout, stderr io.Writer, logf func(string, ...any), start time.Time) int {
+	so := *c.Sharded
 	so.Logf = logf
 	sharded, err := measure.RunSharded(ctx, so)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, cli.Out)
+		fmt.Fprintf(stderr, "evidence: %v\nevidence: nothing written; %s is unchanged\n", err, c.Out)
 		return 1
 	}
-	if err := os.MkdirAll(cli.Out, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: %v\n", err)
+	if err := os.MkdirAll(c.Out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "evidence: %v\n", err)
 		return 1
 	}
-	if err := measure.WriteSharded(cli.Out, sharded); err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+	if err := measure.WriteSharded(c.Out, sharded); err != nil {
+		fmt.Fprintf(stderr, "evidence: writing %s: %v\n", c.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s and %s in %s (%s)\n", measure.ShardedFile, measure.ShardedChartFile, cli.Out, time.Since(start).Round(time.Second))
-	rep, err := report.Read(filepath.Join(cli.Out, report.DuelFile))
+	fmt.Fprintf(stdout, "evidence: %s and %s in %s (%s)\n", measure.ShardedFile, measure.ShardedChartFile, c.Out, time.Since(start).Round(time.Second))
+	rep, err := report.Read(filepath.Join(c.Out, report.DuelFile))
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", report.ReadmeFile, err)
+		fmt.Fprintf(stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", report.ReadmeFile, err)
 		return 0
 	}
-	if err := measure.Write(cli.Out, rep); err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: writing %s: %v\n", cli.Out, err)
+	if err := measure.Write(c.Out, rep); err != nil {
+		fmt.Fprintf(stderr, "evidence: writing %s: %v\n", c.Out, err)
 		return 1
 	}
-	fmt.Printf("evidence: %s rendered again with the sharded section\n", report.ReadmeFile)
+	fmt.Fprintf(stdout, "evidence: %s rendered again with the sharded section\n", report.ReadmeFile)
 	return 0
 }
 

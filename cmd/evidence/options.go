@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,12 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/kcp-carry/kcp-carry/cmd/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 )
 
-// commandLine is a parsed evidence command line.
-type commandLine struct {
+// options are the evidence command's flags, in kcp's Options pattern:
+// AddFlags binds them, Complete turns the list and shape flags into
+// measure.Options (and the real-kcp and sharded sections), Validate checks
+// the result, Run measures and writes the report (main.go).
+type options struct {
 	Options measure.Options
 	// Out is the directory the report goes to.
 	Out     string
@@ -29,6 +34,14 @@ type commandLine struct {
 	// topology; ShardedOnly runs that alone.
 	Sharded     *measure.ShardedOptions
 	ShardedOnly bool
+
+	// What the flags give as text, turned into the fields above by Complete.
+	steps, stepLister, clusters string
+	kcpAnnotations, kcpLister   string
+	shardedBin                  string
+	kcp                         measure.KCPOptions
+	sharded                     measure.ShardedOptions
+	completeErrs                []error
 }
 
 const usageHead = `Usage: evidence [flags]
@@ -42,115 +55,141 @@ DIR/README.md (quoting DIR/benchstat.txt from make bench, if present):
   - listers only, more at each step: throughput, and whether pristine dies.
 A run that fails leaves the previous report in place.
 
+--listers, --watchers, --writers, --duration and --max-requests are the duel's
+load on each shard; --objects and --annotations what every run seeds.
+
 Exit codes: 0 report written, 1 the measurement failed, 2 usage.
 
 Flags:
 `
 
-// ParseArgs parses the command line (without the program name); root is the
-// repository. Usage and errors go to stderr; a bad flag is an error naming it.
-func parseArgs(args []string, root string, stderr io.Writer) (*commandLine, error) {
+// NewOptions returns make evidence's defaults for the repository at root.
+func NewOptions(root string) *options {
 	d := measure.DefaultOptions()
 	d.Root = root
-	fs := flag.NewFlagSet("evidence", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usageHead)
-		fs.PrintDefaults()
+	k := measure.KCPOptions{Ratio: measure.DefaultRatioOptions()}
+	return &options{
+		Options:        d,
+		Out:            filepath.Join(root, "evidence"),
+		steps:          measure.JoinInts(d.Steps),
+		stepLister:     d.StepLister.Name(),
+		clusters:       strings.Join(d.Clusters, ","),
+		kcp:            k,
+		kcpAnnotations: measure.JoinInts(k.Ratio.Annotations),
+		kcpLister:      k.Ratio.Lister.Name(),
+		sharded:        measure.DefaultShardedOptions(""),
 	}
-	cli := &commandLine{Options: d}
-	o := &cli.Options
-	fs.StringVar(&cli.Out, "out", filepath.Join(root, "evidence"), "directory of the report")
+}
+
+// AddFlags binds the options to fs.
+func (c *options) AddFlags(fs *pflag.FlagSet) {
+	o, k := &c.Options, &c.kcp
+	fs.StringVar(&c.Out, "out", c.Out, "directory of the report")
 	fs.StringVar(&o.PristineBinary, "pristine-binary", "", "prebuilt pristine test shard (default: build it, GOWORK=off, into bin/shards)")
 	fs.StringVar(&o.PatchedBinary, "patched-binary", "", "prebuilt patched test shard (default: build it with go.work into bin/shards)")
-	fs.DurationVar(&o.Duration, "duration", d.Duration, "duel: bound of the load on each shard")
-	fs.Int64Var(&o.MaxRequests, "max-requests", d.MaxRequests, "duel: request budget on each shard")
-	fs.IntVar(&o.Listers, "listers", d.Listers, "duel: listers (the hammer's default mix of request shapes, requestshape.HammerListers)")
-	fs.IntVar(&o.Watchers, "watchers", d.Watchers, "duel: watchers")
-	fs.IntVar(&o.Writers, "writers", d.Writers, "duel: label writers")
-	fs.DurationVar(&o.StepDuration, "step-duration", d.StepDuration, "single-lister rounds and scaling steps: bound of each run")
-	fs.Int64Var(&o.StepMaxRequests, "step-max-requests", d.StepMaxRequests, "single-lister rounds and scaling steps: request budget of each run")
-	fs.IntVar(&o.Rounds, "rounds", d.Rounds, "single-lister rounds per shard")
-	steps := fs.String("steps", measure.JoinInts(d.Steps), "scaling: numbers of listers, growing, comma-separated")
-	stepLister := fs.String("step-lister", d.StepLister.Name(), "single-lister and scaling: the request shape of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
-	clusters := fs.String("clusters", strings.Join(d.Clusters, ","), "logical clusters to seed, comma-separated")
-	fs.IntVar(&o.Objects, "objects", d.Objects, "objects per logical cluster and resource")
+	o.Load.AddFlags(fs)
+	fs.DurationVar(&o.StepDuration, "step-duration", o.StepDuration, "single-lister rounds and scaling steps: bound of each run")
+	fs.Int64Var(&o.StepMaxRequests, "step-max-requests", o.StepMaxRequests, "single-lister rounds and scaling steps: request budget of each run")
+	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "single-lister rounds per shard")
+	fs.StringVar(&c.steps, "steps", c.steps, "scaling: numbers of listers, growing, comma-separated")
+	fs.StringVar(&c.stepLister, "step-lister", c.stepLister, "single-lister and scaling: the request shape of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
+	fs.StringVar(&c.clusters, "clusters", c.clusters, "logical clusters to seed, comma-separated")
 	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
-	k := measure.KCPOptions{Ratio: measure.DefaultRatioOptions()}
 	fs.StringVar(&k.PatchedBinary, "kcp-patched", "", "real kcp: the kcp built with the carry (bin/kcp); with --kcp-pristine adds the real-kcp section")
 	fs.StringVar(&k.PristineBinary, "kcp-pristine", "", "real kcp: the same kcp built without it (bin/kcp-pristine)")
 	fs.IntVar(&k.Ratio.Objects, "kcp-objects", k.Ratio.Objects, "real kcp, single client: ClusterRoles in all, spread over the workspaces")
 	fs.IntVar(&k.Ratio.Workspaces, "kcp-workspaces", k.Ratio.Workspaces, "real kcp, single client: logical clusters holding them (root and N-1 workspaces)")
-	annotations := fs.String("kcp-annotations", measure.JoinInts(k.Ratio.Annotations), "real kcp, single client: extra annotations per ClusterRole, comma-separated (one ratio each)")
+	fs.StringVar(&c.kcpAnnotations, "kcp-annotations", c.kcpAnnotations, "real kcp, single client: extra annotations per ClusterRole, comma-separated (one ratio each)")
 	fs.IntVar(&k.Ratio.Rounds, "kcp-rounds", k.Ratio.Rounds, "real kcp, single client: rounds, alternating which kcp goes first")
 	fs.DurationVar(&k.Ratio.Duration, "kcp-duration", k.Ratio.Duration, "real kcp, single client: bound of each run (partial and full LISTs each)")
-	kcpLister := fs.String("kcp-lister", k.Ratio.Lister.Name(), "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
-	shardedBin := fs.String("sharded-bin", "", "sharded kcp: the directory of `make sharded`'s servers (kcp, kcp-front-proxy, cache-server, virtual-workspaces, and each -pristine); adds the sharded section")
-	sharded := measure.DefaultShardedOptions("")
-	fs.DurationVar(&sharded.Duration, "sharded-duration", sharded.Duration, "sharded kcp: bound of the carried load on each shard and the cache server")
-	fs.DurationVar(&sharded.StockBound, "sharded-stock-bound", sharded.StockBound, "sharded kcp: bound of the stock load on shard 1 (it should die long before)")
-	fs.BoolVar(&cli.ShardedOnly, "sharded-only", false, "measure only the sharded section (needs --sharded-bin); the README is rendered again from DIR/duel.json")
-	fs.BoolVar(&cli.Verbose, "v", false, "log the hammer's phases")
-	fs.BoolVar(&cli.RenderOnly, "render-only", false, "measure nothing: render the chart and README.md again from DIR/duel.json (e.g. to quote a new benchstat.txt)")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
+	fs.StringVar(&c.kcpLister, "kcp-lister", c.kcpLister, "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
+	fs.StringVar(&c.shardedBin, "sharded-bin", "", "sharded kcp: the directory of `make sharded`'s servers (kcp, kcp-front-proxy, cache-server, virtual-workspaces, and each -pristine); adds the sharded section")
+	fs.DurationVar(&c.sharded.Duration, "sharded-duration", c.sharded.Duration, "sharded kcp: bound of the carried load on each shard and the cache server")
+	fs.DurationVar(&c.sharded.StockBound, "sharded-stock-bound", c.sharded.StockBound, "sharded kcp: bound of the stock load on shard 1 (it should die long before)")
+	fs.BoolVar(&c.ShardedOnly, "sharded-only", false, "measure only the sharded section (needs --sharded-bin); the README is rendered again from DIR/duel.json")
+	// -v as well as --v: pflag reads a single dash as shorthand letters.
+	fs.BoolVarP(&c.Verbose, "v", "v", false, "log the hammer's phases")
+	fs.BoolVar(&c.RenderOnly, "render-only", false, "measure nothing: render the chart and README.md again from DIR/duel.json (e.g. to quote a new benchstat.txt)")
+}
+
+// Complete turns the text flags into the options, and the real-kcp and
+// sharded flags into their sections when they are given; it reports every
+// list or shape flag it cannot parse.
+func (c *options) Complete() error {
+	o := &c.Options
 	var errs []error
-	o.Steps = parseInts("--steps", *steps, &errs)
-	s, err := hammer.ParseListerShape(*stepLister)
+	o.Steps = parseInts("--steps", c.steps, &errs)
+	s, err := hammer.ParseListerShape(c.stepLister)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--step-lister: %w", err))
 	}
 	o.StepLister = s
-	if k.PatchedBinary != "" || k.PristineBinary != "" {
-		if k.PatchedBinary == "" || k.PristineBinary == "" {
-			errs = append(errs, errors.New("--kcp-patched and --kcp-pristine go together"))
-		}
-		if kv, err := hammer.ParseListerShape(*kcpLister); err != nil {
+	if c.kcp.PatchedBinary != "" || c.kcp.PristineBinary != "" {
+		k := c.kcp
+		if kv, err := hammer.ParseListerShape(c.kcpLister); err != nil {
 			errs = append(errs, fmt.Errorf("--kcp-lister: %w", err))
 		} else {
 			k.Ratio.Lister = kv
 		}
-		k.Ratio.Annotations = parseInts("--kcp-annotations", *annotations, &errs)
+		k.Ratio.Annotations = parseInts("--kcp-annotations", c.kcpAnnotations, &errs)
+		c.KCP = &k
+	}
+	if c.shardedBin != "" {
+		sharded := c.sharded
+		d := measure.DefaultShardedOptions(c.shardedBin)
+		sharded.Patched, sharded.Pristine = d.Patched, d.Pristine
+		c.Sharded = &sharded
+	}
+	o.Clusters = nil
+	for _, cl := range strings.Split(c.clusters, ",") {
+		if cl = strings.TrimSpace(cl); cl != "" {
+			o.Clusters = append(o.Clusters, cl)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every bad flag, naming it.
+func (c *options) Validate() error {
+	var errs []error
+	if k := c.KCP; k != nil {
+		if k.PatchedBinary == "" || k.PristineBinary == "" {
+			errs = append(errs, errors.New("--kcp-patched and --kcp-pristine go together"))
+		}
 		if err := k.Ratio.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-		cli.KCP = &k
 	}
-	if *shardedBin != "" {
-		d := measure.DefaultShardedOptions(*shardedBin)
-		sharded.Patched, sharded.Pristine = d.Patched, d.Pristine
-		if sharded.Duration <= 0 || sharded.Duration > 5*time.Minute {
-			errs = append(errs, fmt.Errorf("--sharded-duration: must be in (0, 5m], got %s", sharded.Duration))
+	if s := c.Sharded; s != nil {
+		if s.Duration <= 0 || s.Duration > 5*time.Minute {
+			errs = append(errs, fmt.Errorf("--sharded-duration: must be in (0, 5m], got %s", s.Duration))
 		}
-		if sharded.StockBound <= 0 || sharded.StockBound > 5*time.Minute {
-			errs = append(errs, fmt.Errorf("--sharded-stock-bound: must be in (0, 5m], got %s", sharded.StockBound))
+		if s.StockBound <= 0 || s.StockBound > 5*time.Minute {
+			errs = append(errs, fmt.Errorf("--sharded-stock-bound: must be in (0, 5m], got %s", s.StockBound))
 		}
-		cli.Sharded = &sharded
-	} else if cli.ShardedOnly {
+	} else if c.ShardedOnly {
 		errs = append(errs, errors.New("--sharded-only needs --sharded-bin"))
 	}
-	o.Clusters = nil
-	for _, c := range strings.Split(*clusters, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			o.Clusters = append(o.Clusters, c)
-		}
-	}
-	if cli.Out == "" {
+	if c.Out == "" {
 		errs = append(errs, errors.New("--out: empty"))
 	}
 	if len(errs) == 0 {
-		if err := o.Validate(); err != nil {
+		if err := c.Options.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	return errors.Join(errs...)
+}
+
+// parseArgs parses the command line (without the program name); root is the
+// repository. A bad flag is an error naming it; -h/--help returns
+// pflag.ErrHelp.
+func parseArgs(args []string, root string, stderr io.Writer) (*options, error) {
+	c := NewOptions(root)
+	if err := cmdline.Parse("evidence", c, args, usageHead, stderr); err != nil {
 		return nil, err
 	}
-	return cli, nil
+	return c, nil
 }
 
 // parseInts parses a comma-separated list of numbers, adding an error

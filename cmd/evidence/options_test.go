@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"path/filepath"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 )
@@ -59,7 +59,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--max-requests", "-1"}, "--max-requests: must be positive"},
 		{[]string{"--out", ""}, "--out: empty"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
-		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"--kcp-patched", "bin/kcp"}, "--kcp-patched and --kcp-pristine go together"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-rounds", "0"}, "--kcp-rounds: must be in [1, 50]"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-lister", "kcp:0"}, "--kcp-lister: want a plain v1 or v1beta1 lister"},
@@ -82,7 +82,7 @@ func TestParseArgs(t *testing.T) {
 	if r := cli.KCP.Ratio; cli.KCP.PatchedBinary != "bin/kcp" || cli.KCP.PristineBinary != "bin/kcp-pristine" || r.Objects != 10000 || r.Workspaces != 3 || !slices.Equal(r.Annotations, []int{3, 18}) || r.Rounds != 6 || r.Lister.Name() != "v1beta1:" {
 		t.Errorf("real kcp options %+v", cli.KCP)
 	}
-	if _, err := parseArgs([]string{"--help"}, root, io.Discard); err != flag.ErrHelp {
+	if _, err := parseArgs([]string{"--help"}, root, io.Discard); err != pflag.ErrHelp {
 		t.Errorf("--help: %v", err)
 	}
 }

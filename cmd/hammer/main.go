@@ -9,59 +9,27 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
 func main() {
-	os.Exit(run())
-}
-
-func run() int {
-	cli, err := parseArgs(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return hammer.ExitClean
+	o, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		os.Exit(hammer.ExitClean)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "hammer: %v\n(see hammer --help)\n", err)
-		return hammer.ExitUsage
+		os.Exit(hammer.ExitUsage)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	if cli.cleanupOnly {
-		n, err := hammer.CleanupAll(ctx, cli.run)
-		fmt.Printf("hammer: deleted %d objects\n", n)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "hammer: cleanup: %v\n", err)
-			return hammer.ExitFailure
-		}
-		return hammer.ExitClean
-	}
-
-	opts := cli.run
-	if cli.progress == "always" || (cli.progress == "auto" && hammer.IsTerminal(os.Stderr)) {
-		opts.Progress = os.Stderr
-		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-	}
-	rep, err := hammer.Run(ctx, opts)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "hammer: %v\n", err)
-		return hammer.ExitUsage
-	}
-	if cli.json {
-		err = rep.WriteJSON(os.Stdout)
-	} else {
-		err = rep.WriteText(os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "hammer: writing the report: %v\n", err)
-		return hammer.ExitFailure
-	}
-	return rep.ExitCode
+	code := o.Run(ctx, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -12,13 +13,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kcp-carry/kcp-carry/cmd/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
 // options are the hammer command's flags, in kcp's Options pattern: AddFlags
 // binds them, Complete turns them into hammer.Options, Validate checks the
-// result. Flags that map one to one onto hammer.Options are bound there.
+// result, Run runs the hammer. Flags that map one to one onto hammer.Options
+// are bound there.
 type options struct {
 	run       hammer.Options
 	rules     *clientcmd.ClientConfigLoadingRules
@@ -31,7 +34,7 @@ type options struct {
 	cleanupOnly bool // delete what earlier runs left, then exit
 }
 
-func newOptions() *options {
+func NewOptions() *options {
 	d := hammer.DefaultOptions()
 	return &options{
 		run:       d,
@@ -48,7 +51,7 @@ func newOptions() *options {
 }
 
 // AddFlags binds the options to fs.
-func (o *options) AddFlags(fs *flag.FlagSet) {
+func (o *options) AddFlags(fs *pflag.FlagSet) {
 	bindConnectionFlags(fs, o.rules, o.overrides)
 	d := o.run // the defaults, from newOptions
 	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1), apiexports (apis.kcp.io/v1alpha2, kcp only)")
@@ -60,17 +63,11 @@ func (o *options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.probeRV, "probe-rv", o.probeRV, `resourceVersion of the --sequential-probe LIST: "0" or ""`)
 	fs.StringVar(&o.probeMeta, "probe-meta-version", o.probeMeta, "meta.k8s.io version of the --sequential-probe LIST: v1 or v1beta1")
 	fs.StringVar(&o.run.Namespace, "namespace", d.Namespace, "namespace of namespaced objects (created when missing)")
-	fs.IntVar(&o.run.Objects, "objects", d.Objects, "objects per logical cluster and resource")
 	fs.StringVar(&o.run.Prefix, "prefix", d.Prefix, "name prefix of seeded objects")
-	fs.IntVar(&o.run.Annotations, "annotations", d.Annotations, "extra annotations on each seeded object (besides its note)")
-	fs.IntVar(&o.run.Listers, "listers", d.Listers, "concurrent wildcard partial-metadata listers")
+	o.run.Load.AddFlags(fs)
 	fs.Int64Var(&o.run.PageSize, "page-size", d.PageSize, "limit of paginated listers")
-	fs.IntVar(&o.run.Watchers, "watchers", d.Watchers, "concurrent wildcard partial-metadata watchers")
 	fs.DurationVar(&o.run.WatchWindow, "watch-window", d.WatchWindow, "how long each watch stays open")
-	fs.IntVar(&o.run.Writers, "writers", d.Writers, "concurrent label writers")
 	fs.IntVar(&o.run.MixedWatchers, "mixed-watchers", d.MixedWatchers, "groups of mixed watchers for check (d): each keeps a wildcard and a single-cluster partial-metadata watch of one resource open at once (meta.k8s.io v1 and v1beta1), window after window")
-	fs.DurationVar(&o.run.Duration, "duration", d.Duration, "bound of the load")
-	fs.Int64Var(&o.run.MaxRequests, "max-requests", d.MaxRequests, "request budget of the load (all workers)")
 	fs.DurationVar(&o.run.RequestTimeout, "request-timeout", d.RequestTimeout, "timeout of one request")
 	fs.DurationVar(&o.run.SyncTimeout, "sync-timeout", d.SyncTimeout, "how long to wait for the watch cache to show the seeded objects")
 	fs.BoolVar(&o.run.NoSeed, "no-seed", false, "do not create missing objects")
@@ -121,31 +118,49 @@ func (o *options) Validate() error {
 	return v.Validate()
 }
 
-// parseArgs parses the command line (without the program name): AddFlags,
-// Complete, Validate. Usage and errors go to stderr; a bad flag is an error
-// naming it; -h/--help returns flag.ErrHelp.
+// parseArgs parses the command line (without the program name); a bad flag
+// is an error naming it; -h/--help returns pflag.ErrHelp.
 func parseArgs(args []string, stderr io.Writer) (*options, error) {
-	o := newOptions()
-	fs := flag.NewFlagSet("hammer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage())
-		fs.PrintDefaults()
-	}
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := o.Complete(); err != nil {
-		return nil, err
-	}
-	if err := o.Validate(); err != nil {
+	o := NewOptions()
+	if err := cmdline.Parse("hammer", o, args, usage(), stderr); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// Run runs the hammer (or, with --cleanup-only, the cleanup) and writes the
+// report to stdout; it returns the exit code.
+func (o *options) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	if o.cleanupOnly {
+		n, err := hammer.CleanupAll(ctx, o.run)
+		fmt.Fprintf(stdout, "hammer: deleted %d objects\n", n)
+		if err != nil {
+			fmt.Fprintf(stderr, "hammer: cleanup: %v\n", err)
+			return hammer.ExitFailure
+		}
+		return hammer.ExitClean
+	}
+
+	opts := o.run
+	if f, ok := stderr.(*os.File); o.progress == "always" || (o.progress == "auto" && ok && hammer.IsTerminal(f)) {
+		opts.Progress = stderr
+		opts.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
+	}
+	rep, err := hammer.Run(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "hammer: %v\n", err)
+		return hammer.ExitUsage
+	}
+	if o.json {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hammer: writing the report: %v\n", err)
+		return hammer.ExitFailure
+	}
+	return rep.ExitCode
 }
 
 // usage is the head of --help; the checks come from hammer.Checks.
@@ -219,18 +234,14 @@ func splitList(s string) []string {
 // --insecure-skip-tls-verify, --client-certificate, ...) to fs. --namespace
 // and --request-timeout are left out: the hammer's flags of those names mean
 // the seeded objects' namespace and the timeout of one of its requests.
-func bindConnectionFlags(fs *flag.FlagSet, rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides) {
+func bindConnectionFlags(fs *pflag.FlagSet, rules *clientcmd.ClientConfigLoadingRules, overrides *clientcmd.ConfigOverrides) {
 	names := clientcmd.RecommendedConfigOverrideFlags("")
 	names.ContextOverrideFlags.Namespace.LongName = ""
 	names.Timeout.LongName = ""
 	names.CurrentContext.Description = "kubeconfig context, e.g. shard-base for kcp's admin.kubeconfig (default: the current context)"
 	names.ClusterOverrideFlags.APIServer.Description = "server base URL, e.g. https://127.0.0.1:6443 (overrides the kubeconfig's; a /clusters/<name> suffix is dropped)"
-	pfs := pflag.NewFlagSet("hammer", pflag.ContinueOnError)
-	pfs.StringVar(&rules.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, unless --server is given)")
-	clientcmd.BindOverrideFlags(overrides, pfs, names)
-	// pflag values are flag.Values (bools included), so the hammer keeps one
-	// standard-library flag set.
-	pfs.VisitAll(func(f *pflag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
+	fs.StringVar(&rules.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, unless --server is given)")
+	clientcmd.BindOverrideFlags(overrides, fs, names)
 }
 
 // restConfig builds the connection from a kubeconfig (and context) with the

@@ -2,13 +2,14 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
@@ -73,7 +74,7 @@ current-context: root
 		}
 	}
 	var help strings.Builder
-	if _, err := parseArgs([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
+	if _, err := parseArgs([]string{"--help"}, &help); !errors.Is(err, pflag.ErrHelp) {
 		t.Errorf("--help = %v", err)
 	}
 	// --help lists every check the hammer runs, and the flag that skips the
@@ -83,8 +84,8 @@ current-context: root
 			t.Errorf("--help does not describe check (%s):\n%s", c.ID, help.String())
 		}
 	}
-	if !strings.Contains(help.String(), "-no-after-checks") || strings.Contains(help.String(), "-no-verify") {
-		t.Errorf("--help: want -no-after-checks and no -no-verify:\n%s", help.String())
+	if !strings.Contains(help.String(), "--no-after-checks") || strings.Contains(help.String(), "--no-verify") {
+		t.Errorf("--help: want --no-after-checks and no --no-verify:\n%s", help.String())
 	}
 	if cli, err := parseArgs([]string{"--server", "https://h", "--no-after-checks"}, io.Discard); err != nil || !cli.run.NoAfterChecks {
 		t.Errorf("--no-after-checks: %v", err)

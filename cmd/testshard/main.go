@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	goflag "flag"
 	"fmt"
 	"os"
@@ -40,7 +41,7 @@ func main() {
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
 	if err := fs.Parse(os.Args[1:]); err != nil {
-		if err == pflag.ErrHelp {
+		if errors.Is(err, pflag.ErrHelp) {
 			return
 		}
 		fmt.Fprintln(os.Stderr, "testshard:", err)
@@ -48,6 +49,14 @@ func main() {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "testshard: unexpected arguments %q\n", fs.Args())
+		os.Exit(2)
+	}
+	if err := opts.Complete(); err != nil {
+		fmt.Fprintln(os.Stderr, "testshard:", err)
+		os.Exit(2)
+	}
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "testshard:", err)
 		os.Exit(2)
 	}
 

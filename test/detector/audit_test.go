@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // TestPristineAuditPaths: what the detector says for the read paths of
@@ -18,7 +18,7 @@ import (
 // Each case seeds fresh objects in a cluster of its own and counts the
 // findings its requests cause.
 func TestPristineAuditPaths(t *testing.T) {
-	s := startShard(t, fixture.Variant{Pristine: true}, true)
+	s := startShard(t, server.ShardBuild{Pristine: true}, true)
 	c := newClient(t, s)
 	n := 0
 	fresh := func(t *testing.T, r resource) string {
@@ -124,7 +124,7 @@ func TestPristineAuditPaths(t *testing.T) {
 // requirePatchDoesNotPersist is the patched fork's side of "patch persists
 // the pollution": after a wildcard partial-metadata LIST and a merge PATCH,
 // etcd has no kcp.io/original-api-version.
-func requirePatchDoesNotPersist(t *testing.T, s *fixture.Shard) {
+func requirePatchDoesNotPersist(t *testing.T, s *server.Shard) {
 	t.Helper()
 	const cluster = "persist"
 	seedResource(t, s, clusterRoles, cluster, cellObjects)

@@ -1,5 +1,5 @@
 // Package detector is the live suite of the watch-cache mutation
-// detector (pkg/harness/cachemutation) against test shards (test/fixture) that run
+// detector (pkg/harness/cachemutation) against test shards (pkg/harness/server, servertest) that run
 // it (KCP_CARRY_CACHE_MUTATION_DETECTOR=true):
 //
 //   - the positive control: on the pristine fork, ONE wildcard

@@ -25,7 +25,8 @@ import (
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 const (
@@ -93,10 +94,10 @@ func (r resource) objectPath(cluster, name string) string {
 
 // startShard starts a shard with the detector on. expect: the test asserts
 // on findings itself; otherwise any finding fails the test (test mode).
-func startShard(t *testing.T, v fixture.Variant, expect bool) *fixture.Shard {
+func startShard(t *testing.T, v server.ShardBuild, expect bool) *server.Shard {
 	t.Helper()
-	s := fixture.StartT(t, fixture.Options{
-		Binary:                fixture.ShardBinaryT(t, v),
+	s := servertest.StartShard(t, server.ShardOptions{
+		Binary:                servertest.ShardBinary(t, v),
 		CacheMutationDetector: true,
 		ExpectCacheMutations:  expect,
 		Args:                  []string{"--cache-mutation-detector-interval=" + compareInterval.String()},
@@ -114,13 +115,13 @@ type client struct {
 	cfg  *rest.Config
 }
 
-func newClient(t *testing.T, s *fixture.Shard) *client {
+func newClient(t *testing.T, s *server.Shard) *client {
 	t.Helper()
-	rt, err := rest.TransportFor(s.RESTConfig())
+	rt, err := rest.TransportFor(s.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &client{base: s.URL(), http: &http.Client{Transport: rt}, cfg: s.RESTConfig()}
+	return &client{base: s.URL(), http: &http.Client{Transport: rt}, cfg: s.Config()}
 }
 
 // response is a finished request.
@@ -264,7 +265,7 @@ func partialList(t *testing.T, r *response) *metav1.PartialObjectMetadataList {
 }
 
 // kube is a typed client for one logical cluster.
-func kube(t *testing.T, s *fixture.Shard, cluster string) kubernetes.Interface {
+func kube(t *testing.T, s *server.Shard, cluster string) kubernetes.Interface {
 	t.Helper()
 	k, err := kubernetes.NewForConfig(s.ClusterConfig(cluster))
 	if err != nil {
@@ -276,7 +277,7 @@ func kube(t *testing.T, s *fixture.Shard, cluster string) kubernetes.Interface {
 // seed creates n ClusterRoles and n ConfigMaps named <prefix>-<i> in
 // cluster, labelled suite=<cluster> and parity=even|odd, and returns their
 // names.
-func seed(t *testing.T, s *fixture.Shard, cluster, prefix string, n int) []string {
+func seed(t *testing.T, s *server.Shard, cluster, prefix string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	k := kube(t, s, cluster)
@@ -306,7 +307,7 @@ func seed(t *testing.T, s *fixture.Shard, cluster, prefix string, n int) []strin
 
 // touch sets label touch=<token> on r's object name in cluster (a merge
 // patch), so a watch sees a MODIFIED event carrying token.
-func touch(t *testing.T, s *fixture.Shard, r resource, cluster, name, token string) {
+func touch(t *testing.T, s *server.Shard, r resource, cluster, name, token string) {
 	t.Helper()
 	patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"touch":%q}}}`, token))
 	k := kube(t, s, cluster)
@@ -322,7 +323,7 @@ func touch(t *testing.T, s *fixture.Shard, r resource, cluster, name, token stri
 }
 
 // findings reads the shard's findings so far.
-func findings(t *testing.T, s *fixture.Shard) []cm.Finding {
+func findings(t *testing.T, s *server.Shard) []cm.Finding {
 	t.Helper()
 	fs, err := s.CacheMutationFindings()
 	if err != nil {
@@ -333,7 +334,7 @@ func findings(t *testing.T, s *fixture.Shard) []cm.Finding {
 
 // waitFindings waits until the shard reported at least n findings or
 // findingsTimeout passed, then returns them all once settled.
-func waitFindings(t *testing.T, s *fixture.Shard, n int) []cm.Finding {
+func waitFindings(t *testing.T, s *server.Shard, n int) []cm.Finding {
 	t.Helper()
 	// A timeout is not an error here: the caller asserts on what came.
 	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, findingsTimeout, true, func(context.Context) (bool, error) {
@@ -346,7 +347,7 @@ func waitFindings(t *testing.T, s *fixture.Shard, n int) []cm.Finding {
 // requests sent so far: the detector holds no object of a finished request
 // (each was compared at its completion), and the shard's stderr shows as many
 // findings as the detector counted.
-func settledFindings(t *testing.T, s *fixture.Shard) []cm.Finding {
+func settledFindings(t *testing.T, s *server.Shard) []cm.Finding {
 	t.Helper()
 	var fs []cm.Finding
 	var holding, counted float64
@@ -364,7 +365,7 @@ func settledFindings(t *testing.T, s *fixture.Shard) []cm.Finding {
 }
 
 // metric sums a detector metric on the shard.
-func metric(t *testing.T, s *fixture.Shard, name string, labels map[string]string) float64 {
+func metric(t *testing.T, s *server.Shard, name string, labels map[string]string) float64 {
 	t.Helper()
 	m, err := s.Metrics(context.Background())
 	if err != nil {
@@ -374,7 +375,7 @@ func metric(t *testing.T, s *fixture.Shard, name string, labels map[string]strin
 }
 
 // handouts is handouts_total for r, operation and sharing ("" = any).
-func handouts(t *testing.T, s *fixture.Shard, r resource, operation, sharing string) float64 {
+func handouts(t *testing.T, s *server.Shard, r resource, operation, sharing string) float64 {
 	t.Helper()
 	l := map[string]string{"resource": r.name, "operation": operation}
 	if sharing != "" {
@@ -393,7 +394,7 @@ func seedLabels(cluster, name string) map[string]string {
 
 // seedResource creates objects of r with names in cluster, labelled
 // seedLabels, with one extra annotation.
-func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, names []string) {
+func seedResource(t *testing.T, s *server.Shard, r resource, cluster string, names []string) {
 	t.Helper()
 	ctx := context.Background()
 	k := kube(t, s, cluster)
@@ -416,7 +417,7 @@ func seedResource(t *testing.T, s *fixture.Shard, r resource, cluster string, na
 // waitIdle waits until the detector compared every read at its request's
 // completion (holding_requests is 0), so the next request's writes cannot
 // be attributed to an earlier request that was still being torn down.
-func waitIdle(t *testing.T, s *fixture.Shard) {
+func waitIdle(t *testing.T, s *server.Shard) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, requestTimeout, true, func(context.Context) (bool, error) {
 		return metric(t, s, "holding_requests", nil) == 0, nil

@@ -9,7 +9,7 @@ import (
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // Every cell seeds cellObjects of its resource into a logical cluster of its
@@ -85,7 +85,7 @@ func selectedObjects(sel requestshape.Selector, cluster string) []string {
 // previous cell and of the cell's helper LIST (which holds the objects the
 // cell's request is about to write, and whose completion comparison runs
 // asynchronously, late on a loaded machine). It costs /metrics scrapes.
-func runMatrix(t *testing.T, s *fixture.Shard, exact bool) *matrixRun {
+func runMatrix(t *testing.T, s *server.Shard, exact bool) *matrixRun {
 	t.Helper()
 	c := newClient(t, s)
 	m := &matrixRun{byRequest: map[string]cell{}}
@@ -177,14 +177,14 @@ func runMatrix(t *testing.T, s *fixture.Shard, exact bool) *matrixRun {
 }
 
 // TestPatchedMatrixIsClean: on the patched fork (-race build) no request of
-// the matrix writes into the watch cache. The shard runs in the fixture's
+// the matrix writes into the watch cache. The shard runs in servertest's
 // test mode: any finding fails the test. The detector has teeth here: the
 // metrics show it compared objects shared with the cache for every verb and
 // resource, TestPristineMatrixAudit runs the same matrix on the pristine
 // fork and sees exactly the wildcard partial-metadata LIST cells write, and
 // TestPristineOneWildcardPartialListIsCaught is the one-request control.
 func TestPatchedMatrixIsClean(t *testing.T) {
-	s := startShard(t, fixture.Variant{Race: true}, false)
+	s := startShard(t, server.ShardBuild{Race: true}, false)
 	m := runMatrix(t, s, false)
 
 	if fs := settledFindings(t, s); len(fs) != 0 {
@@ -197,7 +197,7 @@ func TestPatchedMatrixIsClean(t *testing.T) {
 	}
 	requireTeeth(t, s)
 	requirePatchDoesNotPersist(t, s)
-	if strings.Contains(s.Stderr(), fixture.SigDataRace) {
+	if strings.Contains(s.Stderr(), server.SigDataRace) {
 		t.Errorf("the race detector reported a DATA RACE in the shard:\n%s", s.Fatal())
 	}
 }
@@ -205,7 +205,7 @@ func TestPatchedMatrixIsClean(t *testing.T) {
 // requireTeeth fails unless the detector compared objects shared with the
 // cache for every resource and verb, and classified GETs served by etcd as
 // private.
-func requireTeeth(t *testing.T, s *fixture.Shard) {
+func requireTeeth(t *testing.T, s *server.Shard) {
 	t.Helper()
 	for _, r := range matrixResources {
 		for _, op := range []string{"list", "get", "watch"} {
@@ -233,7 +233,7 @@ func requireTeeth(t *testing.T, s *fixture.Shard) {
 // always metadata.annotations["kcp.io/original-api-version"]; no GET, no
 // WATCH, no Table, no single-cluster cell does.
 func TestPristineMatrixAudit(t *testing.T) {
-	s := startShard(t, fixture.Variant{Pristine: true}, true)
+	s := startShard(t, server.ShardBuild{Pristine: true}, true)
 	m := runMatrix(t, s, true)
 	fs := waitFindings(t, s, 1)
 

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // TestPristineOneWildcardPartialListIsCaught is the detector's positive
@@ -19,7 +19,7 @@ import (
 // naming the request. If the detector does not fire, it has lost its teeth
 // and this test fails.
 func TestPristineOneWildcardPartialListIsCaught(t *testing.T) {
-	s := startShard(t, fixture.Variant{Pristine: true}, true)
+	s := startShard(t, server.ShardBuild{Pristine: true}, true)
 	const cluster = "positive"
 	seeded := seed(t, s, cluster, "cr", 5)
 	if fs := findings(t, s); len(fs) != 0 {

@@ -1,5 +1,5 @@
 // Package e2e is the live regression suite of the kcp.io/original-api-version
-// carry: pkg/harness/hammer against test shards (test/fixture) built from the patched
+// carry: pkg/harness/hammer against test shards (pkg/harness/server) built from the patched
 // fork (must survive and stay correct, under -race) and from the pristine fork
 // (must die, and one request must pollute the watch cache: the positive
 // control), with controls (watch cache off, non-wildcard requests) that show
@@ -16,5 +16,5 @@
 //	KCP_SOURCE                    the kcp tree bin/kcp and bin/kcp-pristine were built from
 //	KCP_BINARY                    another kcp binary; the test of its variant (build info) runs
 //
-// and test/fixture's (prebuilt shard binaries, verbose shard logs).
+// and servertest's (KCP_CARRY_SHARD_VERBOSE, _KEEP_DIR, _READY_TIMEOUT: docs/harness.md).
 package e2e

@@ -13,8 +13,8 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
 )
 
 // The suite's load, the one that crashed a real kcp v0.32.3: 8 listers (mixed v1/v1beta1, rv ""/"0", paged, two
@@ -72,8 +72,8 @@ const suiteObjects = 50
 // later run outlived the 90 s bound).
 var serverEnv = []string{"GOMAXPROCS=8"}
 
-func loadOptions(t *testing.T, s *fixture.Shard) hammer.Options {
-	return suiteLoad(t, s.RESTConfig(), s.Done(), e2eClusters)
+func loadOptions(t *testing.T, s *server.Shard) hammer.Options {
+	return suiteLoad(t, s.Config(), s.Done(), e2eClusters)
 }
 
 // suiteLoad is the suite's load against any server (the test shard or kcp):
@@ -117,7 +117,7 @@ func runHammer(t *testing.T, o hammer.Options) *hammer.Report {
 
 // waitExit waits for a shard the hammer saw die to exit, and returns its
 // fatal runtime error.
-func waitExit(t *testing.T, s *fixture.Shard) *fixture.Fatal {
+func waitExit(t *testing.T, s *server.Shard) *server.Fatal {
 	t.Helper()
 	select {
 	case <-s.Done():
@@ -128,21 +128,21 @@ func waitExit(t *testing.T, s *fixture.Shard) *fixture.Fatal {
 }
 
 // mapFatal reports whether f is the concurrent map failure of this bug.
-func mapFatal(f *fixture.Fatal) bool {
+func mapFatal(f *server.Fatal) bool {
 	if f == nil {
 		return false
 	}
 	switch f.Signature {
-	case fixture.SigConcurrentMapWrites, fixture.SigConcurrentMapReadWrite, fixture.SigConcurrentMapIterateWrite, fixture.SigConcurrentMapCloneWrite:
+	case server.SigConcurrentMapWrites, server.SigConcurrentMapReadWrite, server.SigConcurrentMapIterateWrite, server.SigConcurrentMapCloneWrite:
 	default:
 		return false
 	}
 	return f.HasFrame("setKCPOriginalAPIVersionAnnotation") || f.HasFrame("encoding/json")
 }
 
-func expectNoRace(t *testing.T, s *fixture.Shard) {
+func expectNoRace(t *testing.T, s *server.Shard) {
 	t.Helper()
-	if strings.Contains(s.Stderr(), fixture.SigDataRace) {
+	if strings.Contains(s.Stderr(), server.SigDataRace) {
 		t.Errorf("the race detector reported a DATA RACE in the shard:\n%s", s.Fatal())
 	}
 }

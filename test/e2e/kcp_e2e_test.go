@@ -11,8 +11,8 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpe2e"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // kcpE2EParallel is -test.parallel for kcp's tests: their own default is
@@ -85,7 +85,7 @@ func TestRealKCPOwnE2E(t *testing.T) {
 				if v.variant == "patched" {
 					expectAllPassed(t, p, res)
 					if s.Died() {
-						t.Errorf("the carried kcp died: %v\n%s", s.ExitError(), process.TailLines(s.Stderr(), 40))
+						t.Errorf("the carried kcp died: %v\n%s", s.ExitError(), server.TailLines(s.Stderr(), 40))
 					}
 					return
 				}
@@ -129,7 +129,7 @@ func (b *kcpTestBinaries) get(t *testing.T, p kcpe2e.Package) string {
 	bins, err := kcpe2e.Compile(context.Background(), b.tree, filepath.Join(b.dir, "bin"), []kcpe2e.Package{p}, log)
 	if err != nil {
 		out, _ := os.ReadFile(logPath)
-		t.Fatalf("%v\n%s", err, process.TailLines(string(out), 40))
+		t.Fatalf("%v\n%s", err, server.TailLines(string(out), 40))
 	}
 	t.Logf("go test -c ./%s (the tree's go.mod): %s", p.Dir, time.Since(began).Round(time.Second))
 	if b.bins == nil {
@@ -141,21 +141,21 @@ func (b *kcpTestBinaries) get(t *testing.T, p kcpe2e.Package) string {
 
 // startKCPForE2E starts kcp on a new root directory as kcp's e2e framework
 // expects it (kcpe2e.StartServer) and stops it at cleanup.
-func startKCPForE2E(t *testing.T, bin, tree string) *kcpserver.Server {
+func startKCPForE2E(t *testing.T, bin, tree string) *server.KCP {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.DefaultReadyTimeout+time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), server.KCPReadyTimeout+time.Minute)
 	defer cancel()
 	s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: tree, Env: serverEnv, Progress: t.Logf})
 	if err != nil {
 		t.Fatalf("starting kcp for kcp's e2e tests: %v", err)
 	}
-	stopAtCleanup(t, s)
+	servertest.StopKCPAtCleanup(t, s)
 	return s
 }
 
 // runKCPTests runs one package's selected tests against s, their output in
 // logDir/<logName>.log.
-func runKCPTests(t *testing.T, s *kcpserver.Server, tree string, p kcpe2e.Package, bin, logDir, logName string, env []string) *kcpe2e.Result {
+func runKCPTests(t *testing.T, s *server.KCP, tree string, p kcpe2e.Package, bin, logDir, logName string, env []string) *kcpe2e.Result {
 	t.Helper()
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func TestRealKCPPatchedMixedWatchers(t *testing.T) {
 		t.Fatalf("the patched kcp died %s into the mixed-watch load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
 	}
 	expectOwnAnswers(t, rep)
-	expectCleanOutput(t, s.Process)
+	expectCleanOutput(t, s.Server)
 }
 
 // TestRealKCPPristineMixesUpWatchers is its positive control on stock kcp

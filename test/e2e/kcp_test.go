@@ -19,8 +19,8 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // EnvKCPSource names the kcp source tree `make` builds bin/kcp and
@@ -80,51 +80,27 @@ func kcpBinary(t *testing.T, variant string) string {
 }
 
 // startKCP runs kcp on rootDir and stops it at cleanup.
-func startKCP(t *testing.T, bin, rootDir string) *kcpserver.Server {
+func startKCP(t *testing.T, bin, rootDir string) *server.KCP {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.DefaultReadyTimeout+time.Minute)
-	defer cancel()
-	s, err := kcpserver.Start(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Env: serverEnv, Progress: t.Logf})
-	if err != nil {
-		t.Fatalf("starting kcp: %v", err)
-	}
-	stopAtCleanup(t, s)
-	return s
+	return servertest.StartKCP(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv})
 }
 
 // startKCPWithWorkspaces runs kcp on rootDir with the suite's workspaces
-// (kcpserver.StartWithWorkspaces, which waits for root's WorkspaceType before
+// (server.StartKCPWithWorkspaces, which waits for root's WorkspaceType before
 // creating them) and returns it with root plus their logical clusters; kcp is
 // stopped at cleanup.
-func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*kcpserver.Server, []string) {
+func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*server.KCP, []string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kcpserver.DefaultReadyTimeout+kcpserver.WorkspaceReadyTimeout)
-	defer cancel()
-	s, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: bin, RootDir: rootDir, Env: serverEnv, Progress: t.Logf}, kcpWorkspaces)
-	if err != nil {
-		t.Fatalf("starting kcp with workspaces: %v", err)
-	}
-	stopAtCleanup(t, s)
+	s, clusters := servertest.StartKCPWithWorkspaces(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv}, kcpWorkspaces)
 	clusters = append([]string{"root"}, clusters...)
 	t.Logf("logical clusters: %s (root, root:%s)", strings.Join(clusters, ", "), strings.Join(kcpWorkspaces, ", root:"))
 	return s, clusters
 }
 
-func stopAtCleanup(t *testing.T, s *kcpserver.Server) {
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil && !s.Died() {
-			t.Logf("stopping kcp: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("kcp output (last lines):\n%s", process.TailLines(s.Stderr(), 40))
-		}
-	})
-}
-
 // kcpLoadOptions is the suite's load (suiteLoad) against kcp, on kcp's own
 // CRD-backed APIExports too (their kcp.io/original-api-version comes from
 // kcp's wildcard partial-metadata converter).
-func kcpLoadOptions(t *testing.T, s *kcpserver.Server, clusters []string) hammer.Options {
+func kcpLoadOptions(t *testing.T, s *server.KCP, clusters []string) hammer.Options {
 	o := suiteLoad(t, s.Config(), s.Done(), clusters)
 	o.Resources = append(o.Resources, hammer.APIExports)
 	return o
@@ -176,7 +152,7 @@ func TestRealKCPPatched(t *testing.T) {
 			t.Errorf("%s: carries %s in etcd after the restart", key, hammer.OriginalAPIVersionAnnotation)
 		}
 	}
-	expectCleanOutput(t, s2.Process)
+	expectCleanOutput(t, s2.Server)
 }
 
 // TestRealKCPPristine is the positive control on a stock kcp v0.32.3 (the
@@ -251,7 +227,7 @@ func TestRealKCPPristine(t *testing.T) {
 // after the load: alive, no 5xx, checks (a)(b)(c) each ran on more than zero
 // items without a violation, the load ran in full (kcp's metadata client
 // included) and no DATA RACE or fatal line in kcp's output.
-func expectSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report) {
+func expectSurvivedClean(t *testing.T, s *server.KCP, rep *hammer.Report) {
 	t.Helper()
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the patched kcp died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
@@ -270,7 +246,7 @@ func expectSurvivedClean(t *testing.T, s *kcpserver.Server, rep *hammer.Report) 
 	if o := op(rep, "list kcp-client rv=0"); o.OK == 0 {
 		t.Errorf("no successful LIST through kcp's metadata client: %+v", o)
 	}
-	expectCleanOutput(t, s.Process)
+	expectCleanOutput(t, s.Server)
 }
 
 // expectContract asserts what check (a) saw on kcp, beyond its holding: the
@@ -290,7 +266,7 @@ func expectContract(t *testing.T, rep *hammer.Report) {
 }
 
 // expectCleanOutput fails on a DATA RACE or fatal line in kcp's output.
-func expectCleanOutput(t *testing.T, p *process.Process) {
+func expectCleanOutput(t *testing.T, p *server.Server) {
 	t.Helper()
 	if f := p.Fatal(); f != nil {
 		t.Errorf("kcp's output has %s:\n%s", f.Line, f)
@@ -313,7 +289,7 @@ type seededState struct {
 	annotated bool
 }
 
-func dynamicFor(t *testing.T, s *kcpserver.Server, cluster string) *dynamic.DynamicClient {
+func dynamicFor(t *testing.T, s *server.KCP, cluster string) *dynamic.DynamicClient {
 	t.Helper()
 	dc, err := dynamic.NewForConfig(s.ClusterConfig(cluster))
 	if err != nil {
@@ -325,7 +301,7 @@ func dynamicFor(t *testing.T, s *kcpserver.Server, cluster string) *dynamic.Dyna
 // readSeeded reads every object the hammer seeded from etcd: a quorum LIST
 // (resourceVersion "") per cluster and resource, and a quorum GET of each.
 // An object is annotated when either read shows the annotation.
-func readSeeded(t *testing.T, s *kcpserver.Server, o hammer.Options) map[string]seededState {
+func readSeeded(t *testing.T, s *server.KCP, o hammer.Options) map[string]seededState {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -8,7 +8,8 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // mixedWatchOptions opens wildcard and single-cluster partial-metadata watches
@@ -34,9 +35,9 @@ func mixedWatchOptions(t *testing.T, cfg *rest.Config, exited <-chan struct{}, c
 // partial-metadata watchers of the same resource, open at the same time over
 // the same cached events, each get their own answer, on a -race build.
 func TestPatchedShardMixedWatchers(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
-	rep := runHammer(t, mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 2, 2, 10))
+	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
+	rep := runHammer(t, mixedWatchOptions(t, s.Config(), s.Done(), e2eClusters, 2, 2, 10))
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the patched shard died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())
 	}
@@ -86,9 +87,9 @@ func expectOwnAnswers(t *testing.T, rep *hammer.Report) {
 // (the watches start from a fresh resourceVersion, so no watcher replays
 // the cache's shared objects); what must be detected is the mix-up itself.
 func TestPristineShardMixesUpWatchers(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
-	o := mixedWatchOptions(t, s.RESTConfig(), s.Done(), e2eClusters, 1, 1, 5)
+	bin := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
+	o := mixedWatchOptions(t, s.Config(), s.Done(), e2eClusters, 1, 1, 5)
 	o.WriteMode = hammer.WritePatch
 	rep := runHammer(t, o)
 

@@ -23,7 +23,8 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/scrub"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // scrubObjects is how many objects of each resource the scrub scenario seeds
@@ -59,13 +60,13 @@ type scrubScenario struct {
 // stamp, so the apply passes --force; the refusal without it is asserted on
 // the pristine shard.
 func TestScrubShardAfterUpgrade(t *testing.T) {
-	pristine := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	patched := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
+	pristine := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
+	patched := servertest.ShardBinary(t, server.ShardBuild{Race: true})
 	rootDir := filepath.Join(t.TempDir(), "shard")
 	start := func(bin string) func(t *testing.T) scrubServer {
 		return func(t *testing.T) scrubServer {
-			s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv, Args: []string{"--root-dir=" + rootDir}})
-			return scrubServer{cfg: s.RESTConfig(), clusters: e2eClusters, done: s.Done(), stop: func() error {
+			s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv, Args: []string{"--root-dir=" + rootDir}})
+			return scrubServer{cfg: s.Config(), clusters: e2eClusters, done: s.Done(), stop: func() error {
 				expectNoRace(t, s)
 				return s.Stop()
 			}}

@@ -5,7 +5,8 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/test/fixture"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // The shard tests run one after another on purpose: each load wants the
@@ -15,8 +16,8 @@ import (
 // TestPatchedShardSurvivesLoad: the carry holds under the full load on a
 // -race build: no death, no 5xx, checks (a)(b)(c) hold, no DATA RACE.
 func TestPatchedShardSurvivesLoad(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
+	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	rep := runHammer(t, loadOptions(t, s))
 
 	if rep.Death.Died || s.Died() {
@@ -46,8 +47,8 @@ func TestPatchedShardSurvivesLoad(t *testing.T) {
 // setKCPOriginalAPIVersionAnnotation or encoding/json. If the pristine shard
 // survives, the suite has lost its teeth and this test fails.
 func TestPristineShardDiesUnderLoad(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
+	bin := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	// It usually dies within seconds; the longer bound only costs time when
 	// it does not, and keeps the control from flaking on a busy machine.
@@ -79,8 +80,8 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 // seeded objects shows kcp.io/original-api-version (check (b) fails), and
 // the value is "" (check (a) fails).
 func TestPristineSequentialProbePollutes(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
+	bin := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	o.SequentialProbe = true
 	rep := runHammer(t, o)
@@ -111,8 +112,8 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 // TestPatchedSequentialProbeClean: the same single request leaves the
 // patched shard's cache clean and says the right version.
 func TestPatchedSequentialProbeClean(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Race: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
+	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	o.SequentialProbe = true
 	rep := runHammer(t, o)
@@ -127,8 +128,8 @@ func TestPatchedSequentialProbeClean(t *testing.T) {
 // off, every LIST decodes fresh objects from etcd, nothing is shared, and the
 // same load does not kill the pristine shard.
 func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, DisableWatchCache: true, Env: serverEnv})
+	bin := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, DisableWatchCache: true, Env: serverEnv})
 	if s.WatchCache() {
 		t.Fatal("the shard says its watch cache is on")
 	}
@@ -143,8 +144,8 @@ func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
 // /clusters/<name>/ partial requests (kcp annotates wildcard requests only)
 // does not kill the pristine shard and pollutes nothing.
 func TestPristineSurvivesNonWildcardLists(t *testing.T) {
-	bin := fixture.ShardBinaryT(t, fixture.Variant{Pristine: true})
-	s := fixture.StartT(t, fixture.Options{Binary: bin, Env: serverEnv})
+	bin := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
+	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	o := loadOptions(t, s)
 	o.Scope = hammer.ScopeCluster
 	rep := runHammer(t, o)
@@ -154,7 +155,7 @@ func TestPristineSurvivesNonWildcardLists(t *testing.T) {
 	}
 }
 
-func requireSurvived(t *testing.T, s *fixture.Shard, rep *hammer.Report) {
+func requireSurvived(t *testing.T, s *server.Shard, rep *hammer.Report) {
 	t.Helper()
 	if rep.Death.Died || s.Died() {
 		t.Fatalf("the control shard died %s into the load: %s\n%s", rep.TimeToDeath, rep.Death.Evidence, s.Fatal())

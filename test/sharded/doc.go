@@ -1,6 +1,6 @@
 // Package sharded is the carry's suite in kcp's sharded topology: two kcp
 // shards, the cache server, standalone virtual workspaces (one per shard) and
-// the front-proxy, each its own process (pkg/harness/shardedkcp), built from
+// the front-proxy, each its own process (pkg/harness/server, StartTopology), built from
 // KCP_SOURCE by `make sharded` as bin/<server> (with the carry) and
 // bin/<server>-pristine (stock). With the carry, the seed load on both shards'
 // own endpoints at once, and a wildcard partial-metadata load on the cache

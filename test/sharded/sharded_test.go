@@ -20,8 +20,9 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedkcp"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
@@ -71,7 +72,7 @@ func loadDuration(t *testing.T) time.Duration {
 // binaries returns the four servers of a variant ("patched": bin/<server>,
 // "pristine": bin/<server>-pristine) after checking from each one's build
 // info that it is that variant.
-func binaries(t *testing.T, variant string) shardedkcp.Binaries {
+func binaries(t *testing.T, variant string) server.TopologyBinaries {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("live sharded kcp: run without -short")
@@ -81,7 +82,7 @@ func binaries(t *testing.T, variant string) shardedkcp.Binaries {
 		t.Fatal(err)
 	}
 	suffix := map[string]string{"patched": "", "pristine": "-pristine"}[variant]
-	bins := shardedkcp.BinariesIn(filepath.Join(root, "bin"), suffix)
+	bins := server.TopologyBinariesIn(filepath.Join(root, "bin"), suffix)
 	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func binaries(t *testing.T, variant string) shardedkcp.Binaries {
 			if src := os.Getenv(envKCPSource); src != "" {
 				t.Fatalf("%s=%s is set but %s is missing: run `make sharded KCP_SOURCE=%s`", envKCPSource, src, bin, src)
 			}
-			t.Skipf("sharded kcp: set %s=<kcp v0.32.3 source tree> and run `make test-sharded` (builds %s)", envKCPSource, strings.Join(shardedkcp.Commands, ", "))
+			t.Skipf("sharded kcp: set %s=<kcp v0.32.3 source tree> and run `make test-sharded` (builds %s)", envKCPSource, strings.Join(server.TopologyCommands, ", "))
 		}
 		got, err := kcpbuild.Variant(bin, carried)
 		if err != nil {
@@ -106,40 +107,22 @@ func binaries(t *testing.T, variant string) shardedkcp.Binaries {
 
 // startTopology starts the sharded kcp and stops it at cleanup, logging the
 // output of every server when the test failed.
-func startTopology(t *testing.T, bins shardedkcp.Binaries) *shardedkcp.Topology {
+func startTopology(t *testing.T, bins server.TopologyBinaries) *server.Topology {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	topo, err := shardedkcp.Start(ctx, shardedkcp.Options{Binaries: bins, Dir: t.TempDir(), Env: serverEnv, Progress: t.Logf})
-	if err != nil {
-		t.Fatalf("starting the sharded kcp: %v", err)
-	}
-	t.Logf("sharded kcp (%d shards, cache server, %d virtual workspaces, front-proxy) ready after %s",
-		len(topo.Shards), len(topo.VirtualWorkspaces), topo.StartedIn.Round(time.Second))
-	t.Cleanup(func() {
-		if err := topo.Stop(); err != nil {
-			t.Logf("stopping the sharded kcp: %v", err)
-		}
-		if t.Failed() {
-			for _, c := range topo.Components() {
-				t.Logf("%s output (last lines, all in %s/output.log):\n%s", c.Name, c.Dir, process.TailLines(c.Stderr(), 20))
-			}
-		}
-	})
-	return topo
+	return servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: serverEnv})
 }
 
 // expectLoopbackOnly asserts from the kernel's socket tables that every
 // server listens on 127.0.0.1 only, its serving port among them.
-func expectLoopbackOnly(t *testing.T, topo *shardedkcp.Topology) {
+func expectLoopbackOnly(t *testing.T, topo *server.Topology) {
 	t.Helper()
 	loopback := netip.MustParseAddr("127.0.0.1")
 	for _, c := range topo.Components() {
-		addrs, err := process.Listeners(c.PID())
+		addrs, err := server.Listeners(c.PID())
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
-		serving := netip.MustParseAddrPort(strings.TrimPrefix(c.URL, "https://"))
+		serving := netip.MustParseAddrPort(strings.TrimPrefix(c.URL(), "https://"))
 		if !slices.Contains(addrs, serving) {
 			t.Errorf("%s (pid %d) does not listen on %s: it listens on %v", c.Name, c.PID(), serving, addrs)
 		}
@@ -152,7 +135,7 @@ func expectLoopbackOnly(t *testing.T, topo *shardedkcp.Topology) {
 	}
 }
 
-func placeWorkspaces(t *testing.T, topo *shardedkcp.Topology) shardedkcp.Placement {
+func placeWorkspaces(t *testing.T, topo *server.Topology) server.Placement {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -164,27 +147,27 @@ func placeWorkspaces(t *testing.T, topo *shardedkcp.Topology) shardedkcp.Placeme
 }
 
 func shardLoad(t *testing.T, clusters []string) hammer.Options {
-	o := shardedkcp.SeedLoad(clusters, loadDuration(t))
+	o := shardedload.SeedLoad(clusters, loadDuration(t))
 	o.Logf = t.Logf
 	return o
 }
 
 func cacheLoad(t *testing.T, clusters []string) *hammer.Options {
-	o := shardedkcp.CacheListers(clusters, loadDuration(t))
+	o := shardedload.CacheListers(clusters, loadDuration(t))
 	o.Logf = t.Logf
 	return &o
 }
 
-func runPlan(t *testing.T, topo *shardedkcp.Topology, plan shardedkcp.Plan) *shardedkcp.Outcome {
+func runPlan(t *testing.T, topo *server.Topology, plan shardedload.Plan) *shardedload.Outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	out, err := topo.Run(ctx, plan)
+	out, err := shardedload.Run(ctx, topo, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, rep := range out.Shards {
-		logReport(t, "shard "+shardedkcp.ShardName(i), rep)
+		logReport(t, "shard "+server.ShardName(i), rep)
 	}
 	if out.Cache != nil {
 		logReport(t, "cache server", out.Cache)
@@ -215,7 +198,7 @@ func expectChecksHeld(t *testing.T, what string, rep *hammer.Report, names ...st
 }
 
 // expectAlive fails when a server died or wrote a fatal error or race.
-func expectAlive(t *testing.T, cs ...*shardedkcp.Component) {
+func expectAlive(t *testing.T, cs ...*server.Component) {
 	t.Helper()
 	for _, c := range cs {
 		if c.Died() {
@@ -239,14 +222,14 @@ func TestShardedKCPPatched(t *testing.T) {
 	expectLoopbackOnly(t, topo)
 	ws := placeWorkspaces(t, topo)
 
-	plan := shardedkcp.Plan{Shards: map[int]hammer.Options{}, Probe: ws.Workspaces(), Cache: cacheLoad(t, ws.All())}
+	plan := shardedload.Plan{Shards: map[int]hammer.Options{}, Probe: ws.Workspaces(), Cache: cacheLoad(t, ws.All())}
 	for i, clusters := range ws {
 		plan.Shards[i] = shardLoad(t, clusters)
 	}
 	out := runPlan(t, topo, plan)
 
 	for i, rep := range out.Shards {
-		what := "shard " + shardedkcp.ShardName(i)
+		what := "shard " + server.ShardName(i)
 		if rep.Death.Died {
 			t.Errorf("%s died %s into the load: %s\n%s", what, rep.TimeToDeath, rep.Death.Evidence, topo.Shards[i].Fatal())
 			continue
@@ -259,7 +242,7 @@ func TestShardedKCPPatched(t *testing.T) {
 			t.Errorf("%s: the load did not run in full: %d objects (want %d), %d writes, %d partial items, %d watch events",
 				what, rep.Seed.Objects, want, rep.SuccessfulWrites, rep.PartialItems, rep.WatchEvents)
 		}
-		t.Logf("%s: %d requests in %s, %.0f LISTs/s, %s", what, rep.Requests, rep.LoadElapsed.Round(time.Millisecond), shardedkcp.ListsPerSecond(rep), checkedCounts(rep))
+		t.Logf("%s: %d requests in %s, %.0f LISTs/s, %s", what, rep.Requests, rep.LoadElapsed.Round(time.Millisecond), shardedload.ListsPerSecond(rep), checkedCounts(rep))
 	}
 	expectCacheServer(t, topo, out.Cache)
 	expectAllAnswered(t, out.Probes)
@@ -301,7 +284,7 @@ func TestShardedKCPPristine(t *testing.T) {
 
 	load := shardLoad(t, ws[1])
 	load.Duration = max(load.Duration, pristineDeathBound)
-	out := runPlan(t, topo, shardedkcp.Plan{
+	out := runPlan(t, topo, shardedload.Plan{
 		Shards: map[int]hammer.Options{1: load},
 		Cache:  cacheLoad(t, ws[0]),
 		Probe:  ws.Workspaces(),
@@ -311,17 +294,17 @@ func TestShardedKCPPristine(t *testing.T) {
 	rep := out.Shards[1]
 	loaded := topo.Shards[1]
 	if !rep.Death.Died {
-		t.Fatalf("the stock shard %s survived %s of load: the positive control lost its teeth", shardedkcp.ShardName(1), rep.LoadElapsed)
+		t.Fatalf("the stock shard %s survived %s of load: the positive control lost its teeth", server.ShardName(1), rep.LoadElapsed)
 	}
 	select {
 	case <-loaded.Done():
 	case <-time.After(deathGrace):
-		t.Fatalf("the hammer reported shard %s dead but its process (pid %d) still runs", shardedkcp.ShardName(1), loaded.PID())
+		t.Fatalf("the hammer reported shard %s dead but its process (pid %d) still runs", server.ShardName(1), loaded.PID())
 	}
 	if f := loaded.Fatal(); !f.ConcurrentMap() || !(f.HasFrame("setKCPOriginalAPIVersionAnnotation") || f.HasFrame("encoding/json")) {
-		t.Errorf("shard %s died, but not of a concurrent map failure in setKCPOriginalAPIVersionAnnotation or encoding/json:\n%s", shardedkcp.ShardName(1), f)
+		t.Errorf("shard %s died, but not of a concurrent map failure in setKCPOriginalAPIVersionAnnotation or encoding/json:\n%s", server.ShardName(1), f)
 	} else {
-		t.Logf("stock shard %s died %s into the load: %s", shardedkcp.ShardName(1), rep.TimeToDeath.Round(time.Millisecond), f)
+		t.Logf("stock shard %s died %s into the load: %s", server.ShardName(1), rep.TimeToDeath.Round(time.Millisecond), f)
 	}
 	expectAlive(t, topo.Cache, topo.Shards[0], topo.FrontProxy)
 	for _, vw := range topo.VirtualWorkspaces {
@@ -330,13 +313,13 @@ func TestShardedKCPPristine(t *testing.T) {
 	expectCacheServer(t, topo, out.Cache)
 
 	for _, p := range out.Probes {
-		what := fmt.Sprintf("workspace %s on shard %s through the front-proxy", p.Cluster, shardedkcp.ShardName(p.Shard))
+		what := fmt.Sprintf("workspace %s on shard %s through the front-proxy", p.Cluster, server.ShardName(p.Shard))
 		t.Logf("%s: %d answered, %d failed (%.0f%%); first failure %s in: %s", what, p.OK, p.Failed, 100*p.AnswerRate(), p.FirstFailureAt.Round(time.Millisecond), p.FirstFailure)
 		switch {
 		case p.OK == 0:
 			t.Errorf("%s never answered", what)
 		case p.Shard == 0 && p.Failed > 0:
-			t.Errorf("%s failed %d times while shard %s died, first at %s: %s", what, p.Failed, shardedkcp.ShardName(1), p.FirstFailureAt, p.FirstFailure)
+			t.Errorf("%s failed %d times while shard %s died, first at %s: %s", what, p.Failed, server.ShardName(1), p.FirstFailureAt, p.FirstFailure)
 		case p.Shard == 1 && (p.LastStatus < 500 || p.LastFailure == ""):
 			t.Errorf("%s: after the shard died the front-proxy answered %d (%q), want a 5xx error", what, p.LastStatus, p.LastFailure)
 		case p.Shard == 1:
@@ -349,7 +332,7 @@ func TestShardedKCPPristine(t *testing.T) {
 // expectCacheServer asserts the cache server took the wildcard
 // partial-metadata load alive, with every partial item carrying its own
 // apiVersion (check (a): the cache server serves only custom resources).
-func expectCacheServer(t *testing.T, topo *shardedkcp.Topology, rep *hammer.Report) {
+func expectCacheServer(t *testing.T, topo *server.Topology, rep *hammer.Report) {
 	t.Helper()
 	if rep == nil {
 		t.Fatal("no report of the cache server's load")
@@ -365,15 +348,15 @@ func expectCacheServer(t *testing.T, topo *shardedkcp.Topology, rep *hammer.Repo
 	}
 	expectChecksHeld(t, "cache server", rep, checks.APIVersion)
 	t.Logf("cache server: %d requests in %s, %.0f LISTs/s, %d partial items checked", rep.Requests, rep.LoadElapsed.Round(time.Millisecond),
-		shardedkcp.ListsPerSecond(rep), rep.Result(checks.APIVersion).Checked)
+		shardedload.ListsPerSecond(rep), rep.Result(checks.APIVersion).Checked)
 }
 
 // expectAllAnswered asserts every workspace answered every probe through
 // the front-proxy.
-func expectAllAnswered(t *testing.T, probes []shardedkcp.ProbeResult) {
+func expectAllAnswered(t *testing.T, probes []shardedload.ProbeResult) {
 	t.Helper()
 	for _, p := range probes {
-		what := fmt.Sprintf("workspace %s on shard %s through the front-proxy", p.Cluster, shardedkcp.ShardName(p.Shard))
+		what := fmt.Sprintf("workspace %s on shard %s through the front-proxy", p.Cluster, server.ShardName(p.Shard))
 		switch {
 		case p.OK == 0:
 			t.Errorf("%s never answered", what)
@@ -394,7 +377,7 @@ var gvrs = []schema.GroupVersionResource{
 // expectNoAnnotationThroughFrontProxy LISTs every seeded object through the
 // front-proxy, from the watch cache (resourceVersion 0) and from etcd
 // (resourceVersion ""), as full objects: none may carry the annotation.
-func expectNoAnnotationThroughFrontProxy(t *testing.T, topo *shardedkcp.Topology, ws shardedkcp.Placement) {
+func expectNoAnnotationThroughFrontProxy(t *testing.T, topo *server.Topology, ws server.Placement) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
@@ -42,21 +43,15 @@ type Options struct {
 	Resources []Resource // what to seed, list, watch and write
 	Clusters  []string   // logical clusters to seed and write in
 	Namespace string     // namespace for namespaced resources (created when missing)
-	Objects   int        // seeded objects per logical cluster and resource
 	Prefix    string     // name prefix of the seeded objects
-	// Annotations is how many extra annotations each seeded object carries
-	// besides its note. Real objects carry several; a map past Go's 8-entry
-	// small-map size is a wider target for concurrent writes and iteration:
-	// with 16, the pristine test shard dies within seconds instead of
-	// sometimes surviving 30 s.
-	Annotations int
 
-	Listers      int                  // concurrent partial-metadata listers
+	// Load is the size and bound of the run (objects, annotations, workers,
+	// duration, budget), the settings the hammer, evidence and soak share.
+	Load
+
 	ListerShapes []requestshape.Shape // per lister, cycled; empty means requestshape.HammerListers
 	PageSize     int64                // limit for paginated listers
-	Watchers     int                  // concurrent partial-metadata watchers (requestshape.HammerWatchers)
 	WatchWindow  time.Duration        // how long one watch stays open before it is re-opened
-	Writers      int                  // concurrent label writers
 	// MixedWatchers is how many groups of mixed watchers run check (d): each
 	// keeps a wildcard and a single-cluster partial-metadata watch of the same
 	// resource open at once, at meta.k8s.io v1 and v1beta1.
@@ -65,8 +60,6 @@ type Options struct {
 
 	Scope Scope // where listers and watchers go
 
-	Duration       time.Duration // bound of the load phase
-	MaxRequests    int64         // request budget of the load phase (all workers together)
 	RequestTimeout time.Duration // per request
 	SyncTimeout    time.Duration // how long to wait for the watch cache to show the seeded objects
 
@@ -94,25 +87,66 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// DefaultOptions returns the defaults of the CLI: the load that crashed a real kcp v0.32.3, 8
-// listers, 2 watchers and 4 writers over 50 objects per cluster and resource.
+// Load is the size and bound of a hammer run: how much it seeds, how many
+// workers it runs and for how long. The hammer, evidence and soak commands
+// take these settings with the same flags (AddFlags).
+type Load struct {
+	Objects int // seeded objects per logical cluster and resource
+	// Annotations is how many extra annotations each seeded object carries
+	// besides its note. Real objects carry several; a map past Go's 8-entry
+	// small-map size is a wider target for concurrent writes and iteration:
+	// with 16, the pristine test shard dies within seconds instead of
+	// sometimes surviving 30 s.
+	Annotations int
+
+	Listers  int // concurrent partial-metadata listers
+	Watchers int // concurrent partial-metadata watchers (requestshape.HammerWatchers)
+	Writers  int // concurrent label writers
+
+	Duration    time.Duration // bound of the load phase
+	MaxRequests int64         // request budget of the load phase (all workers together)
+}
+
+// DefaultLoad is the load that crashed a real kcp v0.32.3: 8 listers, 2
+// watchers and 4 writers over 50 objects (16 annotations each) per cluster
+// and resource, for 20 s or 200,000 requests.
+func DefaultLoad() Load {
+	return Load{
+		Objects:     50,
+		Annotations: 16,
+		Listers:     8,
+		Watchers:    2,
+		Writers:     4,
+		Duration:    20 * time.Second,
+		MaxRequests: 200000,
+	}
+}
+
+// AddFlags binds the load to fs; the values l holds are the defaults, so
+// each command sets its own before calling it.
+func (l *Load) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&l.Objects, "objects", l.Objects, "objects per logical cluster and resource")
+	fs.IntVar(&l.Annotations, "annotations", l.Annotations, "extra annotations on each seeded object (besides its note)")
+	fs.IntVar(&l.Listers, "listers", l.Listers, "concurrent wildcard partial-metadata listers")
+	fs.IntVar(&l.Watchers, "watchers", l.Watchers, "concurrent wildcard partial-metadata watchers")
+	fs.IntVar(&l.Writers, "writers", l.Writers, "concurrent label writers")
+	fs.DurationVar(&l.Duration, "duration", l.Duration, "bound of the load")
+	fs.Int64Var(&l.MaxRequests, "max-requests", l.MaxRequests, "request budget of the load (all workers)")
+}
+
+// DefaultOptions returns the defaults of the CLI: DefaultLoad against the
+// root logical cluster.
 func DefaultOptions() Options {
 	return Options{
 		Resources:            []Resource{ClusterRoles, ConfigMaps},
 		Clusters:             []string{"root"},
 		Namespace:            "default",
-		Objects:              50,
 		Prefix:               "hammer-",
-		Annotations:          16,
-		Listers:              8,
+		Load:                 DefaultLoad(),
 		PageSize:             25,
-		Watchers:             2,
 		WatchWindow:          3 * time.Second,
-		Writers:              4,
 		WriteMode:            WriteMixed,
 		Scope:                ScopeWildcard,
-		Duration:             20 * time.Second,
-		MaxRequests:          200000,
 		RequestTimeout:       30 * time.Second,
 		SyncTimeout:          30 * time.Second,
 		ProbeResourceVersion: "0",

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // Package is one package of kcp's e2e suite and which of its tests to run.
@@ -287,7 +287,7 @@ func runOnce(ctx context.Context, o RunOptions, run string) ([]TestResult, strin
 	args = append(args, "--kcp-kubeconfig="+o.Kubeconfig)
 
 	pr, pw := io.Pipe()
-	p, err := process.Start(process.Options{
+	p, err := server.Start(server.Command{
 		Path: goBin, Args: args,
 		Dir:    filepath.Join(o.Tree, filepath.FromSlash(o.Package.Dir)),
 		Env:    append(append(os.Environ(), "KCP_REPO_DIR="+o.Tree, "NO_GORUN=1"), o.Env...),

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // AuthTokensFile is the token file kcp's test servers run with, in a kcp tree.
@@ -40,7 +40,7 @@ type ServerOptions struct {
 // StartServer writes the client CA (RootDir/client-ca.crt and .key, where
 // kcp's framework looks for it next to admin.kubeconfig to sign client
 // certificates) and the token file into RootDir, and starts kcp with them.
-func StartServer(ctx context.Context, o ServerOptions) (*kcpserver.Server, error) {
+func StartServer(ctx context.Context, o ServerOptions) (*server.KCP, error) {
 	gates, err := FeatureGates(o.Tree)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*kcpserver.Server, error
 	if err := os.WriteFile(tokensFile, tokens, 0o600); err != nil {
 		return nil, err
 	}
-	return kcpserver.Start(ctx, kcpserver.Options{
+	return server.StartKCP(ctx, server.KCPOptions{
 		Binary:  o.Binary,
 		RootDir: o.RootDir,
 		// kcp's test servers run with kcp's default batteries: the

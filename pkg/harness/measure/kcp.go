@@ -13,10 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // KCPOptions configure the measurements on real kcp: the duel load of
@@ -111,7 +110,7 @@ type kcpSlot struct {
 	binary  string
 	work    string
 	n       int
-	srv     *kcpserver.Server
+	srv     *server.KCP
 	logf    func(string, ...any)
 }
 
@@ -121,7 +120,7 @@ func (s *kcpSlot) fresh(ctx context.Context, workspaces int) ([]string, error) {
 	s.stop()
 	s.n++
 	dir := filepath.Join(s.work, fmt.Sprintf("%s-%d", s.variant, s.n))
-	srv, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: s.binary, RootDir: dir, Progress: s.logf}, kcpWorkspaceNames(workspaces))
+	srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: s.binary, RootDir: dir, Progress: s.logf}, kcpWorkspaceNames(workspaces))
 	if err != nil {
 		return nil, fmt.Errorf("%s kcp: %w", s.variant, err)
 	}
@@ -210,7 +209,7 @@ func runOnKCP(ctx context.Context, s *kcpSlot, what string, load hammer.Options,
 	if err != nil {
 		return report.Run{}, fmt.Errorf("%s, %s kcp: %w", what, s.variant, err)
 	}
-	var fatal *process.Fatal
+	var fatal *server.Fatal
 	if rep.Death.Died || s.srv.Died() {
 		select {
 		case <-s.srv.Done():

@@ -1,6 +1,6 @@
 // Package measure runs the duel behind `make evidence` and writes its
 // report: the same hammer load (pkg/harness/hammer) against a test shard
-// (test/fixture) linked against the pristine fork and one linked against the
+// (pkg/harness/server) linked against the pristine fork and one linked against the
 // carry, one shard under load at a time, measured three ways (see pkg/harness/report),
 // then evidence/duel.json, evidence/lists-per-second.svg (gonum/plot) and
 // evidence/README.md.
@@ -21,22 +21,19 @@ import (
 
 // Options configure Run. Start from DefaultOptions.
 type Options struct {
-	// Root is the repository: the shards are built there (fixture.BuildShard)
+	// Root is the repository: the shards are built there (server.ShardBuilder)
 	// and its HEAD is recorded.
 	Root string
 	// PristineBinary and PatchedBinary are prebuilt test shards; empty
-	// means fixture.BuildShard (which also honours KCP_CARRY_SHARD_PRISTINE
-	// and KCP_CARRY_SHARD_PATCHED).
+	// means a server.ShardBuilder build.
 	PristineBinary string
 	PatchedBinary  string
 
-	// The duel: Listers (the hammer's default mix), Watchers and Writers,
-	// bounded by Duration and MaxRequests per shard.
-	Duration    time.Duration
-	MaxRequests int64
-	Listers     int
-	Watchers    int
-	Writers     int
+	// Load is the duel's: Listers (the hammer's default mix), Watchers and
+	// Writers, bounded by Duration and MaxRequests per shard. Its Objects
+	// (per logical cluster and resource: ClusterRoles and ConfigMaps) and
+	// Annotations are what every run seeds.
+	hammer.Load
 
 	// The single-lister rounds and the scaling steps use StepLister for
 	// every lister, no watchers and no writers, each run bounded by
@@ -50,10 +47,8 @@ type Options struct {
 	// Steps are the numbers of listers of the scaling runs, growing.
 	Steps []int
 
-	// Clusters and Objects are what the hammer seeds: Objects per logical
-	// cluster and resource (ClusterRoles and ConfigMaps).
+	// Clusters are the logical clusters the hammer seeds.
 	Clusters []string
-	Objects  int
 
 	// Note is recorded with the setup, e.g. that the machine was shared.
 	Note string
@@ -71,18 +66,13 @@ type Options struct {
 // minutes on two cores.
 func DefaultOptions() Options {
 	return Options{
-		Duration:        20 * time.Second,
-		MaxRequests:     200000,
-		Listers:         8,
-		Watchers:        2,
-		Writers:         4,
+		Load:            hammer.DefaultLoad(),
 		StepDuration:    5 * time.Second,
 		StepMaxRequests: 100000,
 		StepLister:      requestshape.StepLister,
 		Rounds:          4,
 		Steps:           []int{1, 2, 4, 8, 16},
 		Clusters:        []string{"evidence-a", "evidence-b", "evidence-c"},
-		Objects:         50,
 	}
 }
 
@@ -161,7 +151,7 @@ func (o *Options) Validate() error {
 func (o *Options) hammerOptions() hammer.Options {
 	h := hammer.DefaultOptions()
 	h.Clusters = append([]string(nil), o.Clusters...)
-	h.Objects = o.Objects
+	h.Objects, h.Annotations = o.Objects, o.Annotations
 	h.Logf = o.HammerLogf
 	return h
 }
@@ -169,8 +159,7 @@ func (o *Options) hammerOptions() hammer.Options {
 // duelLoad is the duel's load.
 func (o *Options) duelLoad() hammer.Options {
 	h := o.hammerOptions()
-	h.Listers, h.Watchers, h.Writers = o.Listers, o.Watchers, o.Writers
-	h.Duration, h.MaxRequests = o.Duration, o.MaxRequests
+	h.Load = o.Load
 	return h
 }
 

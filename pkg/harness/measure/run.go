@@ -14,9 +14,8 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/process"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/shardserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // deathGrace is how long a shard the hammer saw die may take to exit (it
@@ -143,7 +142,7 @@ func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Op
 	if err != nil {
 		return report.Run{}, err
 	}
-	load.Config = sh.RESTConfig()
+	load.Config = sh.Config()
 	load.ServerExited = sh.Done()
 	rep, err := hammer.Run(ctx, load)
 	if err != nil {
@@ -153,7 +152,7 @@ func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Op
 		return report.Run{}, ctx.Err()
 	}
 	died := rep.Death.Died || sh.Died()
-	var fatal *process.Fatal
+	var fatal *server.Fatal
 	if died {
 		select {
 		case <-sh.Done():
@@ -193,7 +192,7 @@ func describeRun(r report.Run) string {
 }
 
 // runOf files a hammer report.
-func runOf(variant string, rep *hammer.Report, fatal *process.Fatal, withTimeline bool) report.Run {
+func runOf(variant string, rep *hammer.Report, fatal *server.Fatal, withTimeline bool) report.Run {
 	r := report.Run{
 		Variant:     variant,
 		Requests:    rep.Requests,
@@ -355,13 +354,13 @@ type slot struct {
 	variant string
 	shard   report.Shard
 	binary  string
-	cur     *shardserver.Shard
+	cur     *server.Shard
 }
 
 func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 	s := &slot{o: o, variant: report.Patched}
 	given := o.PatchedBinary
-	v := shardserver.Variant{Pristine: pristine}
+	v := server.ShardBuild{Pristine: pristine}
 	if pristine {
 		s.variant, given = report.Pristine, o.PristineBinary
 	}
@@ -376,7 +375,7 @@ func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 		}
 		s.binary, s.shard.Build = abs, "given as --"+s.variant+"-binary"
 	default:
-		bin, err := shardserver.BuildShard(ctx, o.Root, v)
+		bin, err := (&server.ShardBuilder{RepoRoot: o.Root}).Build(ctx, v)
 		if err != nil {
 			return nil, fmt.Errorf("the %s test shard: %w", s.variant, err)
 		}
@@ -395,7 +394,7 @@ func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
 }
 
 // get returns the running shard, starting one if there is none (or it died).
-func (s *slot) get(ctx context.Context) (*shardserver.Shard, error) {
+func (s *slot) get(ctx context.Context) (*server.Shard, error) {
 	if s.cur != nil {
 		select {
 		case <-s.cur.Done():
@@ -406,7 +405,7 @@ func (s *slot) get(ctx context.Context) (*shardserver.Shard, error) {
 	}
 	// The fork is measured, not the debugging aid: the cache mutation
 	// detector stays off whatever this process's environment says.
-	sh, err := shardserver.Start(ctx, shardserver.Options{Binary: s.binary, Env: []string{cachemutation.EnvVar + "="}})
+	sh, err := server.StartShard(ctx, server.ShardOptions{Binary: s.binary, Env: []string{cachemutation.EnvVar + "="}})
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s test shard: %w", s.variant, err)
 	}
@@ -428,7 +427,7 @@ func (s *slot) stop() {
 		return
 	}
 	if err := s.cur.Stop(); err != nil {
-		var unclean *shardserver.UncleanExitError
+		var unclean *server.UncleanExitError
 		if !errors.As(err, &unclean) && s.o.Logf != nil {
 			s.o.Logf("evidence: stopping the %s test shard: %v", s.variant, err)
 		}

@@ -25,7 +25,8 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedkcp"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
 )
 
 // Files of the sharded section.
@@ -38,7 +39,7 @@ const (
 type ShardedOptions struct {
 	// Patched and Pristine are the servers with and without the carry
 	// (bin/<server> and bin/<server>-pristine of `make sharded`).
-	Patched, Pristine shardedkcp.Binaries
+	Patched, Pristine server.TopologyBinaries
 	// Duration bounds the carried load on each shard and the cache server;
 	// the stock load on shard 1 runs until it dies or StockBound.
 	Duration, StockBound time.Duration
@@ -53,7 +54,7 @@ type ShardedOptions struct {
 // DefaultShardedOptions are `make evidence`'s (binaries in bin/).
 func DefaultShardedOptions(binDir string) ShardedOptions {
 	return ShardedOptions{
-		Patched: shardedkcp.BinariesIn(binDir, ""), Pristine: shardedkcp.BinariesIn(binDir, "-pristine"),
+		Patched: server.TopologyBinariesIn(binDir, ""), Pristine: server.TopologyBinariesIn(binDir, "-pristine"),
 		Duration: 20 * time.Second, StockBound: 3 * time.Minute, Env: []string{"GOMAXPROCS=8"},
 	}
 }
@@ -81,7 +82,7 @@ type ShardedRun struct {
 	// Cache is the cache server under its wildcard partial-metadata load.
 	Cache ShardedShard `json:"cache"`
 	// Probes are the front-proxy's answers for each workspace.
-	Probes []shardedkcp.ProbeResult `json:"probes"`
+	Probes []shardedload.ProbeResult `json:"probes"`
 }
 
 // ShardedShard is one server's outcome.
@@ -125,7 +126,7 @@ func RunSharded(ctx context.Context, o ShardedOptions) (*Sharded, error) {
 	}
 	s := &Sharded{Started: time.Now(), LoadAvg: []string{loadAvg()}}
 	s.Binaries = append(o.Patched.All(), o.Pristine.All()...)
-	load := shardedkcp.SeedLoad(nil, o.Duration)
+	load := shardedload.SeedLoad(nil, o.Duration)
 	s.Load = loadOf(load)
 
 	var err error
@@ -140,10 +141,10 @@ func RunSharded(ctx context.Context, o ShardedOptions) (*Sharded, error) {
 	return s, nil
 }
 
-func runTopology(ctx context.Context, o ShardedOptions, dir string, bins shardedkcp.Binaries, stock bool) (ShardedRun, error) {
+func runTopology(ctx context.Context, o ShardedOptions, dir string, bins server.TopologyBinaries, stock bool) (ShardedRun, error) {
 	var r ShardedRun
 	what := map[bool]string{false: "carried", true: "stock"}[stock]
-	topo, err := shardedkcp.Start(ctx, shardedkcp.Options{Binaries: bins, Dir: dir, Env: o.Env, Progress: o.Logf})
+	topo, err := server.StartTopology(ctx, server.TopologyOptions{Binaries: bins, Dir: dir, Env: o.Env, Progress: o.Logf})
 	if err != nil {
 		return r, err
 	}
@@ -153,12 +154,12 @@ func runTopology(ctx context.Context, o ShardedOptions, dir string, bins sharded
 	if err != nil {
 		return r, err
 	}
-	plan := shardedkcp.Plan{Shards: map[int]hammer.Options{}, Probe: ws.Workspaces(), Linger: 10 * time.Second}
+	plan := shardedload.Plan{Shards: map[int]hammer.Options{}, Probe: ws.Workspaces(), Linger: 10 * time.Second}
 	cacheClusters := ws.All()
 	if stock {
 		// APIExports on shard 0 for the cache server: shard 1's die with it.
 		cacheClusters = ws[0]
-		seed := shardedkcp.SeedLoad(ws[0], o.Duration)
+		seed := shardedload.SeedLoad(ws[0], o.Duration)
 		seed.Resources, seed.SequentialProbe = []hammer.Resource{hammer.APIExports}, true
 		if seed.Config, err = topo.ShardConfig(0); err != nil {
 			return r, err
@@ -166,22 +167,22 @@ func runTopology(ctx context.Context, o ShardedOptions, dir string, bins sharded
 		if rep, err := hammer.Run(ctx, seed); err != nil || rep.Death.Died || rep.Seed.Objects == 0 {
 			return r, fmt.Errorf("seeding APIExports on shard root: %v", errors.Join(err, reportError(rep)))
 		}
-		l := shardedkcp.SeedLoad(ws[1], o.StockBound)
+		l := shardedload.SeedLoad(ws[1], o.StockBound)
 		plan.Shards[1] = l
 	} else {
 		for i, clusters := range ws {
-			plan.Shards[i] = shardedkcp.SeedLoad(clusters, o.Duration)
+			plan.Shards[i] = shardedload.SeedLoad(clusters, o.Duration)
 		}
 	}
-	c := shardedkcp.CacheListers(cacheClusters, o.Duration)
+	c := shardedload.CacheListers(cacheClusters, o.Duration)
 	plan.Cache = &c
 	o.Logf("evidence: sharded, %s: loading %d shard(s) and the cache server", what, len(plan.Shards))
-	out, err := topo.Run(ctx, plan)
+	out, err := shardedload.Run(ctx, topo, plan)
 	if err != nil {
 		return r, err
 	}
 	for i, comp := range topo.Shards {
-		r.Shards = append(r.Shards, shardOutcome("shard "+shardedkcp.ShardName(i), out.Shards[i], comp))
+		r.Shards = append(r.Shards, shardOutcome("shard "+server.ShardName(i), out.Shards[i], comp))
 	}
 	r.Cache = shardOutcome("cache-server", out.Cache, topo.Cache)
 	r.Probes = out.Probes
@@ -198,7 +199,7 @@ func reportError(rep *hammer.Report) error {
 	return errors.New(rep.Error)
 }
 
-func shardOutcome(name string, rep *hammer.Report, c *shardedkcp.Component) ShardedShard {
+func shardOutcome(name string, rep *hammer.Report, c *server.Component) ShardedShard {
 	s := ShardedShard{Name: name, Died: c.Died()}
 	if f := c.Fatal(); f != nil {
 		s.Fatal = f.Signature
@@ -211,7 +212,7 @@ func shardOutcome(name string, rep *hammer.Report, c *shardedkcp.Component) Shar
 		return s
 	}
 	s.Loaded, s.Verdict = true, rep.Verdict
-	s.LoadElapsed, s.ListsPerSecond, s.Server5xx = rep.LoadElapsed, shardedkcp.ListsPerSecond(rep), rep.Server5xx()
+	s.LoadElapsed, s.ListsPerSecond, s.Server5xx = rep.LoadElapsed, shardedload.ListsPerSecond(rep), rep.Server5xx()
 	for _, c := range rep.Checks {
 		if c.Ran {
 			s.Checks = append(s.Checks, ShardedCheck{ID: c.ID, Name: c.Name, Checked: c.Checked, Violations: c.Violations, Values: c.Values})
@@ -318,7 +319,7 @@ func WriteShardedChart(w io.Writer, s *Sharded) error {
 
 // answerRate is, per second, the share of shard's workspaces' probes that
 // were answered 200, in percent; seconds without a probe are left out.
-func answerRate(probes []shardedkcp.ProbeResult, shard int) plotter.XYs {
+func answerRate(probes []shardedload.ProbeResult, shard int) plotter.XYs {
 	var ok, all []int
 	for _, p := range probes {
 		if p.Shard != shard {
@@ -348,7 +349,7 @@ func answerRate(probes []shardedkcp.ProbeResult, shard int) plotter.XYs {
 // ShardedMarkdown is the README's sharded section.
 func ShardedMarkdown(s *Sharded) string {
 	var b strings.Builder
-	b.WriteString("kcp v0.32.3's sharded servers (`kcp` ×2 shards, `cache-server`, `virtual-workspaces` ×2, `kcp-front-proxy`), each its own process on 127.0.0.1 (`pkg/harness/shardedkcp`), built by `make sharded` with the carry and stock. " +
+	b.WriteString("kcp v0.32.3's sharded servers (`kcp` ×2 shards, `cache-server`, `virtual-workspaces` ×2, `kcp-front-proxy`), each its own process on 127.0.0.1 (`pkg/harness/server`), built by `make sharded` with the carry and stock. " +
 		"Workspaces are created through the front-proxy and placed on a shard; the seed load goes to each shard's own endpoint, a wildcard partial-metadata load (2 listers, a watcher, APIExports) to the cache server, and every workspace is probed through the front-proxy twice a second.\n\n")
 	fmt.Fprintf(&b, "Load per loaded shard: %d listers, %d watchers, %d writers; carried: both shards at once for %s; stock: shard 1 only. Run %s, %s of wall time, load average %s.\n\n",
 		len(s.Load.Listers), s.Load.Watchers, s.Load.Writers, s.Load.Bound, s.Started.UTC().Format("2006-01-02 15:04 MST"), report.Seconds(s.Elapsed), strings.Join(s.LoadAvg, " → "))
@@ -383,7 +384,7 @@ func ShardedMarkdown(s *Sharded) string {
 				stock += "; then `" + truncate(st.LastFailure, 90) + "`"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s |\n", c.Cluster, shardedkcp.ShardName(c.Shard), c.OK, c.OK+c.Failed, stock)
+		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s |\n", c.Cluster, server.ShardName(c.Shard), c.OK, c.OK+c.Failed, stock)
 	}
 	return b.String()
 }

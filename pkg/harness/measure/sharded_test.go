@@ -8,27 +8,28 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/internal/testreport"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedkcp"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
 )
 
 // stockSharded is a stock run where shard 1 died 3 s into its load: its
 // workspace answered 2 s, then failed; shard 0's answered throughout.
 func stockSharded() *Sharded {
-	sec := func(ok, failed int) shardedkcp.ProbeSecond { return shardedkcp.ProbeSecond{OK: ok, Failed: failed} }
+	sec := func(ok, failed int) shardedload.ProbeSecond { return shardedload.ProbeSecond{OK: ok, Failed: failed} }
 	return &Sharded{
 		Carried: ShardedRun{
 			Shards: []ShardedShard{{Name: "shard root", Loaded: true, ListsPerSecond: 40, Verdict: "clean"}, {Name: "shard shard-1", Loaded: true, ListsPerSecond: 38, Verdict: "clean",
 				Checks: []ShardedCheck{{ID: "a", Checked: 30, Values: map[string]int64{`<missing>`: 20, `"apis.kcp.io/v1alpha2"`: 10}}, {ID: "b", Checked: 300}}}},
 			Cache:  ShardedShard{Name: "cache-server", Loaded: true, ListsPerSecond: 9, Verdict: "clean"},
-			Probes: []shardedkcp.ProbeResult{{Workspace: shardedkcp.Workspace{Shard: 0, Cluster: "root"}, OK: 8}, {Workspace: shardedkcp.Workspace{Shard: 1, Cluster: "c1"}, OK: 8}},
+			Probes: []shardedload.ProbeResult{{Workspace: server.Workspace{Shard: 0, Cluster: "root"}, OK: 8}, {Workspace: server.Workspace{Shard: 1, Cluster: "c1"}, OK: 8}},
 		},
 		Stock: ShardedRun{
 			Shards: []ShardedShard{{Name: "shard root"}, {Name: "shard shard-1", Loaded: true, Died: true, TimeToDeath: 3 * time.Second, Fatal: "concurrent map writes"}},
 			Cache:  ShardedShard{Name: "cache-server", Loaded: true, Verdict: "clean"},
-			Probes: []shardedkcp.ProbeResult{
-				{Workspace: shardedkcp.Workspace{Shard: 0, Cluster: "root"}, OK: 8, Seconds: []shardedkcp.ProbeSecond{sec(2, 0), sec(2, 0), sec(2, 0), sec(2, 0)}},
-				{Workspace: shardedkcp.Workspace{Shard: 1, Cluster: "c2"}, OK: 4, Failed: 4, LastFailure: "502 Bad Gateway: connection refused",
-					Seconds: []shardedkcp.ProbeSecond{sec(2, 0), sec(2, 0), sec(0, 2), sec(0, 2)}},
+			Probes: []shardedload.ProbeResult{
+				{Workspace: server.Workspace{Shard: 0, Cluster: "root"}, OK: 8, Seconds: []shardedload.ProbeSecond{sec(2, 0), sec(2, 0), sec(2, 0), sec(2, 0)}},
+				{Workspace: server.Workspace{Shard: 1, Cluster: "c2"}, OK: 4, Failed: 4, LastFailure: "502 Bad Gateway: connection refused",
+					Seconds: []shardedload.ProbeSecond{sec(2, 0), sec(2, 0), sec(0, 2), sec(0, 2)}},
 			},
 		},
 	}

@@ -15,17 +15,16 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpserver"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/shardserver"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
 // Options configure a soak.
 type Options struct {
 	// Binary is the kcp to soak (bin/kcp). Required.
 	Binary string
-	// Duration bounds the load (default 10 min); MaxRequests its budget.
-	Duration    time.Duration
-	MaxRequests int64
+	// Load is the hammer's: the duel load, bounded by Duration (default
+	// 10 min) and MaxRequests.
+	hammer.Load
 	// Workspaces are created under root; with root they are the logical
 	// clusters the hammer seeds.
 	Workspaces []string
@@ -37,7 +36,20 @@ type Options struct {
 
 // DefaultOptions are `make soak`'s: the duel load for 10 minutes.
 func DefaultOptions() Options {
-	return Options{Duration: 10 * time.Minute, MaxRequests: 1 << 40, Workspaces: []string{"soak-a", "soak-b"}}
+	load := hammer.DefaultLoad()
+	load.Duration, load.MaxRequests = 10*time.Minute, 1<<40
+	return Options{Load: load, Workspaces: []string{"soak-a", "soak-b"}}
+}
+
+// Validate reports what makes a soak impossible before it starts.
+func (o *Options) Validate() error {
+	if o.Binary == "" {
+		return errors.New("soak: no kcp binary")
+	}
+	if o.Duration <= 0 || o.MaxRequests <= 0 {
+		return fmt.Errorf("soak: duration %s and budget %d must be positive", o.Duration, o.MaxRequests)
+	}
+	return nil
 }
 
 // Sample is what /metrics says about the kcp process.
@@ -61,11 +73,8 @@ type Result struct {
 // Run soaks o.Binary. The error is for what made the soak impossible; a kcp
 // that died or a check that failed is in the result (Clean says).
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if o.Binary == "" {
-		return nil, errors.New("soak: no kcp binary")
-	}
-	if o.Duration <= 0 || o.MaxRequests <= 0 {
-		return nil, fmt.Errorf("soak: duration %s and budget %d must be positive", o.Duration, o.MaxRequests)
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	logf := o.Logf
 	if logf == nil {
@@ -76,7 +85,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, clusters, err := kcpserver.StartWithWorkspaces(ctx, kcpserver.Options{Binary: o.Binary, RootDir: dir, Progress: logf}, o.Workspaces)
+	srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: o.Binary, RootDir: dir, Progress: logf}, o.Workspaces)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +95,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	h := hammer.DefaultOptions()
 	h.Config = srv.Config()
 	h.Clusters = res.Clusters
-	h.Duration, h.MaxRequests = o.Duration, o.MaxRequests
+	h.Load = o.Load
 	h.ServerExited = srv.Done()
 	h.Logf = logf
 	h.Progress = o.Progress
@@ -131,23 +140,14 @@ func (r *Result) Clean() bool {
 }
 
 // sample scrapes kcp's /metrics for its RSS and goroutines.
-func sample(ctx context.Context, srv *kcpserver.Server) (Sample, error) {
-	cfg := srv.Config()
-	hc, err := restHTTPClient(cfg)
+func sample(ctx context.Context, srv *server.KCP) (Sample, error) {
+	metrics, err := srv.Metrics(ctx)
 	if err != nil {
-		return Sample{}, err
-	}
-	body, err := get(ctx, hc, cfg.Host+"/metrics")
-	if err != nil {
-		return Sample{}, err
-	}
-	metrics, err := shardserver.ParseMetrics(string(body))
-	if err != nil {
-		return Sample{}, fmt.Errorf("/metrics: %w", err)
+		return Sample{}, fmt.Errorf("sampling kcp: %w", err)
 	}
 	s := Sample{At: time.Now()}
 	for name, dst := range map[string]*float64{"process_resident_memory_bytes": &s.RSSBytes, "go_goroutines": &s.Goroutines} {
-		if !slices.ContainsFunc(metrics, func(m shardserver.Sample) bool { return m.Name == name }) {
+		if !slices.ContainsFunc(metrics, func(m server.Sample) bool { return m.Name == name }) {
 			return Sample{}, fmt.Errorf("/metrics has no %s", name)
 		}
 		*dst = metrics.Sum(name, nil)

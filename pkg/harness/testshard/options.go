@@ -104,6 +104,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.CacheMutationDetectorInterval, "cache-mutation-detector-interval", o.CacheMutationDetectorInterval, "How often the cache mutation detector compares the objects requests hold with their fingerprints (besides when each request completes).")
 }
 
+// Complete turns the detector on when KCP_CARRY_CACHE_MUTATION_DETECTOR
+// says so, so that the options show what the shard will do; a value that is
+// not a boolean is an error naming the variable.
+func (o *Options) Complete() error {
+	on, err := cachemutation.EnabledFromEnv()
+	if err != nil {
+		return err
+	}
+	o.CacheMutationDetector = o.CacheMutationDetector || on
+	return nil
+}
+
 // Validate reports bad options, naming the flag.
 func (o *Options) Validate() error {
 	if _, err := loopbackIP(o.BindAddress); err != nil {

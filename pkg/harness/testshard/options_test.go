@@ -82,9 +82,15 @@ func TestCacheMutationDetectorOption(t *testing.T) {
 	if err := o.Validate(); err != nil || !o.cacheMutationDetector() {
 		t.Errorf("%s=true: validate %v, on %v", cachemutation.EnvVar, err, o.cacheMutationDetector())
 	}
+	if err := o.Complete(); err != nil || !o.CacheMutationDetector {
+		t.Errorf("%s=true: Complete %v, field %v", cachemutation.EnvVar, err, o.CacheMutationDetector)
+	}
 	t.Setenv(cachemutation.EnvVar, "maybe")
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), cachemutation.EnvVar) {
 		t.Errorf("%s=maybe: %v", cachemutation.EnvVar, err)
+	}
+	if err := NewOptions().Complete(); err == nil || !strings.Contains(err.Error(), cachemutation.EnvVar) {
+		t.Errorf("%s=maybe: Complete %v", cachemutation.EnvVar, err)
 	}
 	t.Setenv(cachemutation.EnvVar, "")
 	o.CacheMutationDetectorInterval = -time.Second

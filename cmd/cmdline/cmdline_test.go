@@ -1,0 +1,58 @@
+package cmdline
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+type testOptions struct {
+	n                    int
+	completed            bool
+	completeErr, badFlag error
+}
+
+func (o *testOptions) AddFlags(fs *pflag.FlagSet) { fs.IntVar(&o.n, "n", 1, "a number") }
+func (o *testOptions) Complete() error {
+	o.completed = true
+	return o.completeErr
+}
+func (o *testOptions) Validate() error {
+	if o.n < 0 {
+		return errors.New("--n: must not be negative")
+	}
+	return o.badFlag
+}
+
+func TestParse(t *testing.T) {
+	o := &testOptions{}
+	if err := Parse("t", o, []string{"--n", "3"}, "", &strings.Builder{}); err != nil || o.n != 3 || !o.completed {
+		t.Errorf("--n 3: %v, %+v", err, o)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--m"}, "unknown flag: --m"},
+		{[]string{"--n", "3x"}, `invalid argument "3x" for "--n" flag`},
+		{[]string{"-n", "3"}, "unknown shorthand flag: 'n' in -n"},
+		{[]string{"--n", "-1"}, "--n: must not be negative"},
+		{[]string{"stray"}, `unexpected arguments ["stray"]`},
+	} {
+		if err := Parse("t", &testOptions{}, tc.args, "", &strings.Builder{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	// Complete's error stops before Validate.
+	o = &testOptions{completeErr: errors.New("--n: cannot complete"), badFlag: errors.New("validated")}
+	if err := Parse("t", o, nil, "", &strings.Builder{}); err == nil || err.Error() != "--n: cannot complete" {
+		t.Errorf("Complete error: %v", err)
+	}
+	var help strings.Builder
+	if err := Parse("t", &testOptions{}, []string{"--help"}, "Usage: t [flags]\n", &help); !errors.Is(err, pflag.ErrHelp) ||
+		!strings.HasPrefix(help.String(), "Usage: t [flags]\n") || !strings.Contains(help.String(), "--n int") {
+		t.Errorf("--help: %v\n%s", err, help.String())
+	}
+}

@@ -1,0 +1,92 @@
+package servertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+)
+
+// StartKCP starts kcp for a test (opts.Progress defaults to t.Logf) and
+// stops it at cleanup (StopKCPAtCleanup).
+func StartKCP(t testing.TB, opts server.KCPOptions) *server.KCP {
+	t.Helper()
+	if opts.Progress == nil {
+		opts.Progress = t.Logf
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), server.KCPReadyTimeout+time.Minute)
+	defer cancel()
+	s, err := server.StartKCP(ctx, opts)
+	if err != nil {
+		t.Fatalf("starting kcp: %v", err)
+	}
+	StopKCPAtCleanup(t, s)
+	return s
+}
+
+// StartKCPWithWorkspaces starts kcp for a test with workspaces root:<name>
+// (server.StartKCPWithWorkspaces) and returns it with their logical
+// clusters; kcp stops at cleanup.
+func StartKCPWithWorkspaces(t testing.TB, opts server.KCPOptions, names []string) (*server.KCP, []string) {
+	t.Helper()
+	if opts.Progress == nil {
+		opts.Progress = t.Logf
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), server.KCPReadyTimeout+server.WorkspaceReadyTimeout)
+	defer cancel()
+	s, clusters, err := server.StartKCPWithWorkspaces(ctx, opts, names)
+	if err != nil {
+		t.Fatalf("starting kcp with workspaces: %v", err)
+	}
+	StopKCPAtCleanup(t, s)
+	return s, clusters
+}
+
+// StopKCPAtCleanup stops s at cleanup, for a kcp started elsewhere (kcpe2e):
+// a kcp that died on its own is the test's to judge, and a failed test gets
+// the last lines of kcp's output.
+func StopKCPAtCleanup(t testing.TB, s *server.KCP) {
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil && !s.Died() {
+			t.Logf("stopping kcp: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("kcp output (last lines):\n%s", server.TailLines(s.Stderr(), 40))
+		}
+	})
+}
+
+// topologyStartTimeout bounds the start of the whole sharded topology: six
+// servers one after the other, each up to TopologyReadyTimeout on a busy
+// machine, though together they take a minute or two.
+const topologyStartTimeout = 15 * time.Minute
+
+// StartTopology starts kcp's sharded topology for a test (opts.Progress
+// defaults to t.Logf) and stops it at cleanup, logging the output of every
+// server when the test failed.
+func StartTopology(t testing.TB, opts server.TopologyOptions) *server.Topology {
+	t.Helper()
+	if opts.Progress == nil {
+		opts.Progress = t.Logf
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), topologyStartTimeout)
+	defer cancel()
+	topo, err := server.StartTopology(ctx, opts)
+	if err != nil {
+		t.Fatalf("starting the sharded kcp: %v", err)
+	}
+	t.Logf("sharded kcp (%d shards, cache server, %d virtual workspaces, front-proxy) ready after %s",
+		len(topo.Shards), len(topo.VirtualWorkspaces), topo.StartedIn.Round(time.Second))
+	t.Cleanup(func() {
+		if err := topo.Stop(); err != nil {
+			t.Logf("stopping the sharded kcp: %v", err)
+		}
+		if t.Failed() {
+			for _, c := range topo.Components() {
+				t.Logf("%s output (last lines, all in %s/output.log):\n%s", c.Name, c.Dir, server.TailLines(c.Stderr(), 20))
+			}
+		}
+	})
+	return topo
+}
