@@ -1,7 +1,5 @@
 package checks
 
-import "fmt"
-
 // apiVersionCheck is check (a): every wildcard partial item the listers and
 // watchers receive carries kcp.io/original-api-version as the contract says:
 // a custom resource its own apiVersion, a typed object no key (never "").
@@ -18,10 +16,7 @@ func (a *apiVersionCheck) ObservePartial(s Partial) {
 		return
 	}
 	shown, want, ok := s.Want.Judge(s.OriginalAPIVersion)
-	a.add(shown, ok, func() string {
-		return fmt.Sprintf("%s: %s %s: %s=%s, want %s",
-			s.Op, s.Resource, s.describe(), OriginalAPIVersionAnnotation, shown, want)
-	})
+	a.add(shown, ok, func() string { return s.sample(shown, want) })
 }
 
 func (a *apiVersionCheck) Result(obs *Observations) Result {

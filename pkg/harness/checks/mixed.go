@@ -1,7 +1,6 @@
 package checks
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -45,10 +44,7 @@ func (m *mixedWatchCheck) ObservePartial(s Partial) {
 		scope = WildcardScope
 		shown, want, ok = s.Want.Judge(got)
 	}
-	m.add(scope+": "+shown, ok, func() string {
-		return fmt.Sprintf("%s: %s %s: %s=%s, want %s",
-			s.Op, s.Resource, s.describe(), OriginalAPIVersionAnnotation, shown, want)
-	})
+	m.add(scope+": "+shown, ok, func() string { return s.sample(shown, want) })
 }
 
 func (m *mixedWatchCheck) Result(obs *Observations) Result {

@@ -1,6 +1,9 @@
 package checks
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Observations are what one hammer run saw, the input of every check's
 // Result: what the run asked for, how far it got, the after-load reads and
@@ -107,6 +110,12 @@ type Partial struct {
 	// Want is what the contract asks of the item's resource on a wildcard
 	// item.
 	Want Expectation
+}
+
+// sample describes a wrong item for a check's samples: where it came from,
+// its annotation as shown and what was wanted.
+func (p Partial) sample(shown, want string) string {
+	return fmt.Sprintf("%s: %s %s: %s=%s, want %s", p.Op, p.Resource, p.describe(), OriginalAPIVersionAnnotation, shown, want)
 }
 
 // describe is "cluster|namespace/name" ("?" for an unknown cluster).
