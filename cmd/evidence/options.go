@@ -11,17 +11,17 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 )
 
 // options are the evidence command's flags, in kcp's Options pattern:
 // AddFlags binds them, Complete turns the list and shape flags into
-// evidence.Options (and the real-kcp and sharded sections), Validate checks
+// measure.Options (and the real-kcp and sharded sections), Validate checks
 // the result, Run measures and writes the report (main.go).
 type options struct {
-	Options evidence.Options
+	Options measure.Options
 	// Out is the directory the report goes to.
 	Out     string
 	Verbose bool
@@ -29,18 +29,18 @@ type options struct {
 	RenderOnly bool
 	// KCP, when --kcp-patched and --kcp-pristine are given, adds the
 	// measurements on real kcp.
-	KCP *evidence.KCPOptions
+	KCP *measure.KCPOptions
 	// Sharded, with --sharded-bin, adds the measurement in kcp's sharded
 	// topology; ShardedOnly runs that alone.
-	Sharded     *evidence.ShardedOptions
+	Sharded     *measure.ShardedOptions
 	ShardedOnly bool
 
 	// What the flags give as text, turned into the fields above by Complete.
 	steps, stepLister, clusters string
 	kcpAnnotations, kcpLister   string
 	shardedBin                  string
-	kcp                         evidence.KCPOptions
-	sharded                     evidence.ShardedOptions
+	kcp                         measure.KCPOptions
+	sharded                     measure.ShardedOptions
 	completeErrs                []error
 }
 
@@ -65,19 +65,19 @@ Flags:
 
 // NewOptions returns make evidence's defaults for the repository at root.
 func NewOptions(root string) *options {
-	d := evidence.DefaultOptions()
+	d := measure.DefaultOptions()
 	d.Root = root
-	k := evidence.KCPOptions{Ratio: evidence.DefaultRatioOptions()}
+	k := measure.KCPOptions{Ratio: measure.DefaultRatioOptions()}
 	return &options{
 		Options:        d,
 		Out:            filepath.Join(root, "evidence"),
-		steps:          evidence.JoinInts(d.Steps),
+		steps:          measure.JoinInts(d.Steps),
 		stepLister:     d.StepLister.Name(),
 		clusters:       strings.Join(d.Clusters, ","),
 		kcp:            k,
-		kcpAnnotations: evidence.JoinInts(k.Ratio.Annotations),
+		kcpAnnotations: measure.JoinInts(k.Ratio.Annotations),
 		kcpLister:      k.Ratio.Lister.Name(),
-		sharded:        evidence.DefaultShardedOptions(""),
+		sharded:        measure.DefaultShardedOptions(""),
 	}
 }
 
@@ -136,7 +136,7 @@ func (c *options) Complete() error {
 	}
 	if c.shardedBin != "" {
 		sharded := c.sharded
-		d := evidence.DefaultShardedOptions(c.shardedBin)
+		d := measure.DefaultShardedOptions(c.shardedBin)
 		sharded.Patched, sharded.Pristine = d.Patched, d.Pristine
 		c.Sharded = &sharded
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/evidence"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -20,7 +20,7 @@ func TestParseArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := evidence.DefaultOptions()
+	d := measure.DefaultOptions()
 	d.Root = root
 	if diff := cmp.Diff(d, cli.Options, cmp.Comparer(func(a, b func(string, ...any)) bool { return a == nil && b == nil })); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

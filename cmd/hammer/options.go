@@ -13,8 +13,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 )
 
 // options are the hammer command's flags, in kcp's Options pattern: AddFlags
@@ -170,7 +171,7 @@ func usage() string {
 Hammers a kcp shard (or the kcp-carry test shard) with concurrent wildcard
 partial-metadata LISTs and WATCHes plus label writers, and checks that
 `)
-	checks := hammer.Checks()
+	checks := checks.List()
 	for i, c := range checks {
 		end := ","
 		if i == len(checks)-1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 )
 
@@ -78,7 +79,7 @@ current-context: root
 	}
 	// --help lists every check the hammer runs, and the flag that skips the
 	// after-load ones (--no-verify is carry export's: skip carry verify).
-	for _, c := range hammer.Checks() {
+	for _, c := range checks.List() {
 		if !strings.Contains(help.String(), "("+c.ID+") ") {
 			t.Errorf("--help does not describe check (%s):\n%s", c.ID, help.String())
 		}

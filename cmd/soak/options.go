@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/soak"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 )
 
 // options are the soak command's flags, in kcp's Options pattern: AddFlags

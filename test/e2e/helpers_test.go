@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
@@ -155,7 +156,7 @@ func expectNoRace(t *testing.T, s *server.Shard) {
 }
 
 // loadChecks are the checks the suite's load runs: (a), (b) and (c).
-var loadChecks = []string{hammer.CheckAPIVersion, hammer.CheckPollution, hammer.CheckLostWrites}
+var loadChecks = []string{checks.APIVersion, checks.Pollution, checks.LostWrites}
 
 // expectChecksHeld fails unless each named check ran on more than zero items
 // without a violation.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
@@ -164,10 +165,10 @@ func TestRealKCPPristine(t *testing.T) {
 	o := kcpLoadOptions(t, s, clusters)
 
 	rep := runSequentialProbe(t, o)
-	if b := rep.Result(hammer.CheckPollution); !b.Violated() {
+	if b := rep.Result(checks.Pollution); !b.Violated() {
 		t.Errorf("one wildcard partial LIST did not pollute the pristine kcp: %+v", b)
 	}
-	if a := rep.Result(hammer.CheckAPIVersion); a.Values[`""`] == 0 {
+	if a := rep.Result(checks.APIVersion); a.Values[`""`] == 0 {
 		t.Errorf("the pristine kcp did not write \"\" on typed items: values %v", a.Values)
 	}
 
@@ -249,7 +250,7 @@ func expectSurvivedClean(t *testing.T, s *server.KCP, rep *hammer.Report) {
 // kcp's CRD-backed APIExports their own apiVersion.
 func expectContract(t *testing.T, rep *hammer.Report) {
 	t.Helper()
-	a := rep.Result(hammer.CheckAPIVersion)
+	a := rep.Result(checks.APIVersion)
 	for _, want := range []string{"<missing>", strconv.Quote(hammer.APIExports.GroupVersion())} {
 		if a.Values[want] == 0 {
 			t.Errorf("check (a) saw no wildcard partial item with %s: %v", want, a.Values)

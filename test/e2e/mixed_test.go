@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
@@ -97,9 +98,9 @@ func TestPristineShardMixesUpWatchers(t *testing.T) {
 
 // mixedWatchResult returns check (d)'s result, and stops the test unless the
 // check ran and saw events.
-func mixedWatchResult(t *testing.T, rep *hammer.Report) hammer.CheckResult {
+func mixedWatchResult(t *testing.T, rep *hammer.Report) checks.Result {
 	t.Helper()
-	c := rep.Result(hammer.CheckMixedWatchers)
+	c := rep.Result(checks.MixedWatchers)
 	if !c.Ran || c.Checked == 0 {
 		t.Fatalf("check (d) did not run: %+v", c)
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/scrub"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
@@ -106,7 +107,7 @@ func runScrubScenario(t *testing.T, sc scrubScenario) {
 	p := sc.startPristine(t)
 	o := scrubHammerOptions(t, p)
 	rep := runSequentialProbe(t, o)
-	if b := rep.Result(hammer.CheckPollution); !b.Violated() {
+	if b := rep.Result(checks.Pollution); !b.Violated() {
 		t.Fatalf("one wildcard partial LIST did not pollute the pristine build: %+v", b)
 	}
 	seeded := seededRefs(o)
@@ -215,7 +216,7 @@ func runScrubScenario(t *testing.T, sc scrubScenario) {
 	if loadStart.Add(wrep.LoadElapsed).Before(scrubDone) || wrep.SuccessfulWrites == 0 {
 		t.Errorf("the writers did not outlast the scrub (%d successful writes): the apply did not run under concurrent writes", wrep.SuccessfulWrites)
 	}
-	expectChecksHeld(t, wrep, hammer.CheckLostWrites)
+	expectChecksHeld(t, wrep, checks.LostWrites)
 	t.Logf("--apply under 4 writers: %d scrubbed, %d already clean, %d patches, in %s; writers: %d successful writes",
 		applied.Totals.Scrubbed, applied.Totals.AlreadyClean, patches(applied), applied.Elapsed.Round(time.Millisecond), wrep.SuccessfulWrites)
 

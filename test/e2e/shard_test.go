@@ -3,6 +3,7 @@ package e2e
 import (
 	"testing"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
@@ -67,7 +68,7 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 	if !mapFatal(f) {
 		t.Errorf("the pristine shard died, but not of the concurrent map failure this suite hunts:\n%s", f)
 	}
-	if a := rep.Result(hammer.CheckAPIVersion); !a.Violated() || a.Values[`""`] == 0 {
+	if a := rep.Result(checks.APIVersion); !a.Violated() || a.Values[`""`] == 0 {
 		t.Errorf("check (a) on the pristine shard = %+v, want kcp.io/original-api-version \"\" on typed objects", a)
 	}
 	t.Logf("pristine: died %s into the load after %d requests (%d successful), %s\n%s",
@@ -89,7 +90,7 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 	if rep.Requests != 2 {
 		t.Errorf("the probe sent %d partial LISTs, want one per resource (2)", rep.Requests)
 	}
-	pollution := rep.Result(hammer.CheckPollution)
+	pollution := rep.Result(checks.Pollution)
 	if !pollution.Violated() {
 		t.Fatalf("one wildcard partial LIST did not pollute the pristine shard's watch cache: %+v", pollution)
 	}
@@ -98,7 +99,7 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 			t.Errorf("%s: %d of %d seeded objects polluted, want all", src.Name, src.Polluted, rep.Seed.Objects)
 		}
 	}
-	if a := rep.Result(hammer.CheckAPIVersion); !a.Violated() || a.Values[`""`] != a.Checked {
+	if a := rep.Result(checks.APIVersion); !a.Violated() || a.Values[`""`] != a.Checked {
 		t.Errorf("check (a) = %+v, want \"\" on every item", a)
 	}
 	if rep.ExitCode != hammer.ExitViolated {
@@ -112,7 +113,7 @@ func TestPatchedSequentialProbeClean(t *testing.T) {
 	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
 	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	rep := runSequentialProbe(t, loadOptions(t, s))
-	expectChecksHeld(t, rep, hammer.CheckAPIVersion, hammer.CheckPollution)
+	expectChecksHeld(t, rep, checks.APIVersion, checks.Pollution)
 	if rep.ExitCode != hammer.ExitClean {
 		t.Errorf("verdict %q (exit %d), want clean", rep.Verdict, rep.ExitCode)
 	}
@@ -130,8 +131,8 @@ func TestPristineSurvivesWithoutWatchCache(t *testing.T) {
 	}
 	rep := runHammer(t, loadOptions(t, s))
 	requireSurvived(t, s, rep)
-	if rep.Result(hammer.CheckPollution).Violated() {
-		t.Errorf("check (b) without a watch cache: %+v", rep.Result(hammer.CheckPollution))
+	if rep.Result(checks.Pollution).Violated() {
+		t.Errorf("check (b) without a watch cache: %+v", rep.Result(checks.Pollution))
 	}
 }
 
@@ -145,8 +146,8 @@ func TestPristineSurvivesNonWildcardLists(t *testing.T) {
 	o.Scope = hammer.ScopeCluster
 	rep := runHammer(t, o)
 	requireSurvived(t, s, rep)
-	if rep.Result(hammer.CheckPollution).Violated() {
-		t.Errorf("check (b) after non-wildcard partial requests: %+v", rep.Result(hammer.CheckPollution))
+	if rep.Result(checks.Pollution).Violated() {
+		t.Errorf("check (b) after non-wildcard partial requests: %+v", rep.Result(checks.Pollution))
 	}
 }
 
@@ -161,8 +162,8 @@ func requireSurvived(t *testing.T, s *server.Shard, rep *hammer.Report) {
 	if n := rep.Server5xx(); n > 0 {
 		t.Errorf("the control shard answered %d requests with 5xx", n)
 	}
-	if rep.Result(hammer.CheckLostWrites).Violated() {
-		t.Errorf("check (c): %+v", rep.Result(hammer.CheckLostWrites))
+	if rep.Result(checks.LostWrites).Violated() {
+		t.Errorf("check (c): %+v", rep.Result(checks.LostWrites))
 	}
 	requireLoadRan(t, rep)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
@@ -180,7 +181,7 @@ func logReport(t *testing.T, what string, rep *hammer.Report) {
 	t.Logf("hammer report of %s:\n%s", what, b.String())
 }
 
-var allChecks = []string{hammer.CheckAPIVersion, hammer.CheckPollution, hammer.CheckLostWrites, hammer.CheckMixedWatchers}
+var allChecks = []string{checks.APIVersion, checks.Pollution, checks.LostWrites, checks.MixedWatchers}
 
 // expectChecksHeld fails unless each named check ran on more than zero items
 // without a violation.
@@ -345,9 +346,9 @@ func expectCacheServer(t *testing.T, topo *server.Topology, rep *hammer.Report) 
 	if n := rep.Server5xx(); n > 0 {
 		t.Errorf("the cache server answered %d requests with 5xx", n)
 	}
-	expectChecksHeld(t, "cache server", rep, hammer.CheckAPIVersion)
+	expectChecksHeld(t, "cache server", rep, checks.APIVersion)
 	t.Logf("cache server: %d requests in %s, %.0f LISTs/s, %d partial items checked", rep.Requests, rep.LoadElapsed.Round(time.Millisecond),
-		shardedload.ListsPerSecond(rep), rep.Result(hammer.CheckAPIVersion).Checked)
+		shardedload.ListsPerSecond(rep), rep.Result(checks.APIVersion).Checked)
 }
 
 // expectAllAnswered asserts every workspace answered every probe through

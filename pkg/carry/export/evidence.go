@@ -15,7 +15,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // evidence is what PR.md's testing section quotes.
@@ -40,7 +40,7 @@ type evidenceFile struct {
 	Lang string
 	// Duel is the document when the file is a duel (its "schema" says so);
 	// PR.md then shows its summary instead of the text.
-	Duel *duel.Report
+	Duel *report.Report
 }
 
 func (e *evidence) summary() []Evidence {
@@ -139,8 +139,8 @@ func readEvidenceFile(root, flag, given, def string) (*evidenceFile, string, err
 		return nil, name, fmt.Errorf("%s %s: the file is empty", flag, path)
 	}
 	f := &evidenceFile{Name: name}
-	if duel.IsDuel(data) {
-		if f.Duel, err = duel.Parse(data); err != nil {
+	if report.IsDuel(data) {
+		if f.Duel, err = report.Parse(data); err != nil {
 			return nil, name, fmt.Errorf("%s %s: %w", flag, path, err)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
-	"github.com/kcp-carry/kcp-carry/internal/dueltest"
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
@@ -239,7 +239,7 @@ func seriesHashes(t *testing.T, root string) map[string]string {
 // a duel but does not check stops the export before anything is written.
 func TestExportDuelSummary(t *testing.T) {
 	root := stagingFixture(t)
-	rep := dueltest.Report()
+	rep := testreport.Report()
 	data, err := rep.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestExportDuelSummary(t *testing.T) {
 		t.Errorf("evidence = %+v", res.Evidence)
 	}
 
-	rep.Duel.Patched.ListsPerSecond *= 3
+	rep.Duel.Patched.Variant = rep.Duel.Pristine.Variant
 	data, err = rep.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -279,7 +279,7 @@ func TestExportDuelSummary(t *testing.T) {
 	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), string(data))
 	out2 := filepath.Join(t.TempDir(), "out")
 	_, err = Run(context.Background(), Options{Root: root, OutDir: out2, NoVerify: true})
-	if want := "--suite-report " + filepath.Join(root, DefaultSuiteReport) + ": duel.patched: listsPerSecond"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "--suite-report " + filepath.Join(root, DefaultSuiteReport) + ": duel.patched: variant \"pristine\", want \"patched\""; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("inconsistent duel: %v, want %q", err, want)
 	}
 	if _, err := os.Stat(out2); !os.IsNotExist(err) {

@@ -14,6 +14,7 @@ import (
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 	"github.com/kcp-dev/logicalcluster/v3"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 	kcpmetadata "github.com/kcp-dev/kcp/pkg/metadata"
 )
@@ -79,7 +80,7 @@ func (r *run) listPartial(ctx context.Context, c *client, v listerShape, res Res
 			return err
 		}
 		for _, it := range list.Items {
-			r.observe(seenPartial{op: v.opName(), worker: listerWorker, res: res, cluster: cluster, meta: it.Metadata})
+			r.observe(v.opName(), checks.Lister, res, cluster, it.Metadata)
 		}
 		r.partialItems.Add(int64(len(list.Items)))
 		cont = list.Metadata.Continue
@@ -139,7 +140,7 @@ func (r *run) listViaKCPMetadataClient(ctx context.Context, c *client, v listerS
 		for i := range list.Items {
 			it := &list.Items[i]
 			m := itemOf(it.GetName(), it.GetNamespace(), it.GetAnnotations())
-			r.observe(seenPartial{op: v.opName(), worker: listerWorker, res: res, cluster: cluster, meta: m})
+			r.observe(v.opName(), checks.Lister, res, cluster, m)
 		}
 		r.partialItems.Add(int64(len(list.Items)))
 		opts = v.ListOptions(requestshape.Params{Limit: r.opts.PageSize, Continue: list.GetContinue()})

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
@@ -31,14 +32,14 @@ func (r *run) mixedWatchers(ctx context.Context, c *client, group int) {
 		var wg sync.WaitGroup
 		errs := make([]error, len(requestshape.MixedWatchers))
 		for slot, s := range requestshape.MixedWatchers {
-			scope, target := mixedWildcard, "*"
+			scope, target := checks.WildcardScope, "*"
 			if s.Scope == requestshape.SingleCluster {
-				scope, target = mixedSingleCluster, cluster
+				scope, target = checks.SingleClusterScope, cluster
 			}
 			op := fmt.Sprintf("watch mixed %s %s", s.Accept.MetaVersion, scope)
 			wg.Go(func() {
 				errs[slot] = r.watchPartial(ctx, c, op, s, requestshape.Params{ResourceVersion: rv}, res, target, func(p partialMeta) {
-					r.observe(seenPartial{op: op, worker: mixedWatcherWorker, res: res, cluster: target, meta: p})
+					r.observe(op, checks.MixedWatcher, res, target, p)
 				})
 			})
 		}

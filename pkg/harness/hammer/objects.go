@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 )
 
 const (
 	// OriginalAPIVersionAnnotation is what kcp's fork writes on wildcard partial items.
-	OriginalAPIVersionAnnotation = "kcp.io/original-api-version"
+	OriginalAPIVersionAnnotation = checks.OriginalAPIVersionAnnotation
 	// ClusterAnnotation names an object's logical cluster in kcp.
 	ClusterAnnotation = "kcp.io/cluster"
 

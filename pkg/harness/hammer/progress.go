@@ -35,7 +35,7 @@ func (r *run) progress() (stop func()) {
 		}
 		fmt.Fprintf(w, "\r\033[K[%5.1fs/%s] %d req (%.0f/s), %d failed · %d partial items · %d watch events · %d writes · server %s",
 			el.Seconds(), r.opts.Duration, total, float64(total)/el.Seconds(), failed,
-			r.partialItems.Load(), r.watchEvents.Load(), r.ledger.successfulWrites(), state)
+			r.partialItems.Load(), r.watchEvents.Load(), r.ledger.SuccessfulWrites(), state)
 	}
 	go func() {
 		defer close(finished)

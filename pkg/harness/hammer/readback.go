@@ -5,72 +5,56 @@ import (
 	"encoding/json"
 	"net/url"
 	"sync"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 )
 
-// readBack is what the after-load reads saw: every seeded object (and the
-// other objects in the same lists) read back in full, several ways. Checks
-// (b) and (c) judge it.
-type readBack struct {
-	sources []*readSource
-	// seeded are the objects the run seeded, in seeding order.
-	seeded []seededObject
-}
-
-// readSource is one way of reading the objects back.
+// readSource collects one way of reading the objects back, concurrently.
 type readSource struct {
-	mu   sync.Mutex
-	name string
-	// ran is false when the server refuses this kind of read; note says why
-	// (or, when it ran, what failed).
-	ran  bool
-	note string
-	// quorum: read from etcd, the objects' final state (check (c)).
-	quorum bool
-	// objects are what the reads returned; missing counts seeded objects
-	// that were not in an answer or could not be read.
-	objects []readObject
-	missing int64
+	mu sync.Mutex
+	checks.Source
 }
 
-// readObject is one object as a read returned it.
-type readObject struct {
-	key    ObjectKey
-	seeded bool
-	meta   objectMeta
-}
-
-func (s *readSource) add(o readObject) {
+// add records an object a read returned.
+func (s *readSource) add(key ObjectKey, seeded bool, meta objectMeta) {
+	o := checks.Object{Key: key.String(), Seeded: seeded, Written: meta.Labels[GenLabel]}
+	if v, ok := meta.Annotations[OriginalAPIVersionAnnotation]; ok {
+		o.OriginalAPIVersion = &v
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.objects = append(s.objects, o)
+	s.Objects = append(s.Objects, o)
 }
 
 func (s *readSource) failed(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.missing++
-	if s.note == "" {
-		s.note = "read failed: " + err.Error()
+	s.Missing++
+	if s.Note == "" {
+		s.Note = "read failed: " + err.Error()
 	}
 }
 
 // readObjectsBack reads every seeded object back after the load: full-object LISTs
 // per logical cluster from the watch cache and consistent, across all logical
-// clusters from the cache, and a GET of each from the cache and from etcd.
-func (r *run) readObjectsBack(ctx context.Context) *readBack {
+// clusters from the cache, and a GET of each from the cache and from etcd:
+// checks (b) and (c) judge what they saw.
+func (r *run) readObjectsBack(ctx context.Context) *checks.ReadBack {
 	seeded := map[ObjectKey]bool{}
+	rb := &checks.ReadBack{}
 	for _, o := range r.objects {
 		seeded[o.key] = true
+		rb.Seeded = append(rb.Seeded, o.key.String())
 	}
-	rb := &readBack{seeded: r.objects}
+	var sources []*readSource
 	byName := map[string]*readSource{}
 	source := func(name string) *readSource {
 		if s := byName[name]; s != nil {
 			return s
 		}
-		s := &readSource{name: name, ran: true}
+		s := &readSource{Source: checks.Source{Name: name, Ran: true}}
 		byName[name] = s
-		rb.sources = append(rb.sources, s)
+		sources = append(sources, s)
 		return s
 	}
 
@@ -97,9 +81,9 @@ func (r *run) readObjectsBack(ctx context.Context) *readBack {
 			if err != nil {
 				s.mu.Lock()
 				if l.cluster == "*" && Classify(err) == Class4xx {
-					s.ran, s.note = false, "the server refuses full-object wildcard lists: "+err.Error()
+					s.Ran, s.Note = false, "the server refuses full-object wildcard lists: "+err.Error()
 				} else {
-					s.note = "read failed: " + err.Error()
+					s.Note = "read failed: " + err.Error()
 				}
 				s.mu.Unlock()
 				continue
@@ -108,12 +92,12 @@ func (r *run) readObjectsBack(ctx context.Context) *readBack {
 			for _, it := range list.Items {
 				k := ObjectKey{Resource: res.Resource, Cluster: clusterOf(it.Metadata, l.cluster), Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}
 				found[k] = true
-				s.add(readObject{key: k, seeded: seeded[k], meta: it.Metadata})
+				s.add(k, seeded[k], it.Metadata)
 			}
 			for _, o := range r.objects {
 				if o.key.Resource == res.Resource && (l.cluster == "*" || o.key.Cluster == l.cluster) && !found[o.key] {
 					s.mu.Lock()
-					s.missing++
+					s.Missing++
 					s.mu.Unlock()
 				}
 			}
@@ -122,7 +106,7 @@ func (r *run) readObjectsBack(ctx context.Context) *readBack {
 
 	cacheGet := source("get rv=0 (cache)")
 	quorumGet := source(`get rv="" (etcd quorum)`)
-	quorumGet.quorum = true
+	quorumGet.Quorum = true
 	_ = parallel(len(r.objects), 4, func(i int) error {
 		if r.death.dead() {
 			return nil
@@ -148,19 +132,12 @@ func (r *run) readObjectsBack(ctx context.Context) *readBack {
 				g.s.failed(err)
 				continue
 			}
-			g.s.add(readObject{key: o.key, seeded: true, meta: it.Metadata})
+			g.s.add(o.key, true, it.Metadata)
 		}
 		return nil
 	})
-	return rb
-}
-
-// quorum is the read of the objects' final state from etcd.
-func (rb *readBack) quorum() *readSource {
-	for _, s := range rb.sources {
-		if s.quorum {
-			return s
-		}
+	for _, s := range sources {
+		rb.Sources = append(rb.Sources, s.Source)
 	}
-	return nil
+	return rb
 }

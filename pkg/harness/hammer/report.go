@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 )
 
 // Exit codes of the hammer CLI, and Report.ExitCode.
@@ -59,8 +62,8 @@ type Report struct {
 	// TimeToDeath is from the start of the load (or probe) to Death.At.
 	TimeToDeath time.Duration `json:"timeToDeathNanos,omitempty"`
 
-	// Checks are the results of every check, in the order of Checks().
-	Checks []CheckResult `json:"checks"`
+	// Checks are the results of every check, in the order of checks.List().
+	Checks []checks.Result `json:"checks"`
 
 	Error    string `json:"error,omitempty"` // why the hammer could not do its job
 	Verdict  string `json:"verdict"`
@@ -76,20 +79,20 @@ func (r *Report) Server5xx() int64 {
 	return n
 }
 
-// Result is the result of the check named name (CheckAPIVersion, ...). A
+// Result is the result of the check named name (checks.APIVersion, ...). A
 // check missing from the report comes back as not run, with a note saying so.
-func (r *Report) Result(name string) CheckResult {
+func (r *Report) Result(name string) checks.Result {
 	for _, c := range r.Checks {
 		if c.Name == name {
 			return c
 		}
 	}
-	return CheckResult{Name: name, Note: "not in the report"}
+	return checks.Result{Name: name, Note: "not in the report"}
 }
 
 // Violations lists the checks that ran and failed.
-func (r *Report) Violations() []CheckResult {
-	var out []CheckResult
+func (r *Report) Violations() []checks.Result {
+	var out []checks.Result
 	for _, c := range r.Checks {
 		if c.Violated() {
 			out = append(out, c)
@@ -215,7 +218,7 @@ func writeTimeline(b *strings.Builder, t *Timeline) {
 	}
 }
 
-func writeCheck(b *strings.Builder, c CheckResult) {
+func writeCheck(b *strings.Builder, c checks.Result) {
 	switch {
 	case !c.Ran:
 		fmt.Fprintf(b, "check %s: not run (%s)\n", c.Title(), c.Note)
@@ -267,4 +270,19 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(time.Microsecond)
+}
+
+// sortedValues returns the keys of a Values map, most frequent first.
+func sortedValues(values map[string]int64) []string {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if values[keys[i]] != values[keys[j]] {
+			return values[keys[i]] > values[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 )
 
 // Resource is one API resource the hammer drives. Only resources the hammer
@@ -49,29 +50,15 @@ func (r Resource) GroupVersion() string {
 	return r.Group + "/" + r.Version
 }
 
-// wantOriginalAPIVersion is what kcp.io/original-api-version must be on a
+// originalAPIVersion is what kcp.io/original-api-version must be on a
 // wildcard partial item of r: a custom resource's own apiVersion (the hammer
 // seeds them at the version it serves); for a typed object, which has no
 // apiVersion of its own in the cache, no key at all (never "").
-func (r Resource) wantOriginalAPIVersion() (value string, present bool) {
+func (r Resource) originalAPIVersion() checks.Expectation {
 	if r.CustomResource {
-		return r.GroupVersion(), true
+		return checks.Expectation{Value: r.GroupVersion(), Present: true}
 	}
-	return "", false
-}
-
-// judgeWildcardItem compares the annotation of one wildcard partial item of r
-// (nil: absent) with wantOriginalAPIVersion, and spells both for a sample.
-func (r Resource) judgeWildcardItem(got *string) (shown, want string, ok bool) {
-	value, present := r.wantOriginalAPIVersion()
-	shown, want = missingValue, noAnnotation
-	if present {
-		want = strconv.Quote(value)
-	}
-	if got != nil {
-		shown = strconv.Quote(*got)
-	}
-	return shown, want, (got != nil) == present && (got == nil || *got == value)
+	return checks.Expectation{}
 }
 
 // String is the group/version/resource spelling accepted by ParseResource.

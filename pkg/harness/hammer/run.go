@@ -9,6 +9,7 @@ import (
 
 	kcpdynamic "github.com/kcp-dev/client-go/dynamic"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
@@ -18,14 +19,14 @@ type run struct {
 	c      *client
 	rec    *recorder
 	death  *deathWatch
-	checks []Check
+	checks []checks.Check
 	// observers are the checks fed the partial objects the load receives.
-	observers []partialObserver
-	ledger    *ledger
+	observers []checks.PartialObserver
+	ledger    *checks.Ledger
 	objects   []seededObject
 	// readBack is what the after-load reads saw (nil when they did not run);
 	// readBackSkipped says why they did not.
-	readBack        *readBack
+	readBack        *checks.ReadBack
 	readBackSkipped string
 
 	mu      sync.Mutex // guards seed.Deleted
@@ -54,8 +55,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	r := &run{opts: &opts, rec: newRecorder(), ledger: newLedger()}
-	r.setChecks(newChecks())
+	r := &run{opts: &opts, rec: newRecorder(), ledger: checks.NewLedger(GenLabel)}
+	r.setChecks(checks.New())
 	r.objects = seededObjects(&opts)
 	r.death = newDeathWatch(opts.DeathThreshold, nil, cancel)
 	if r.c, err = newClient(cfg, r.rec, r.death, opts.RequestTimeout); err != nil {
@@ -106,10 +107,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep.Seed = r.seed
 	rep.PartialItems = r.partialItems.Load()
 	rep.WatchEvents = r.watchEvents.Load()
-	rep.SuccessfulWrites = r.ledger.successfulWrites()
+	rep.SuccessfulWrites = r.ledger.SuccessfulWrites()
 	rep.Death = r.death.state()
-	obs := &observations{opts: &opts, probe: opts.SequentialProbe, died: rep.Death.Died, loaded: !loadStart.IsZero(),
-		readBack: r.readBack, readBackSkipped: r.readBackSkipped, ledger: r.ledger}
+	obs := observationsOf(&opts)
+	obs.Died, obs.Loaded = rep.Death.Died, !loadStart.IsZero()
+	obs.ReadBack, obs.ReadBackSkipped, obs.Writes = r.readBack, r.readBackSkipped, r.ledger
 	for _, c := range r.checks {
 		res := c.Result(obs)
 		info := c.Info()
@@ -125,6 +127,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.finish()
 	return rep, nil
+}
+
+// observationsOf is what the checks need to know of the run's options.
+func observationsOf(opts *Options) *checks.Observations {
+	return &checks.Observations{
+		Probe: opts.SequentialProbe, Wildcard: opts.Scope == ScopeWildcard,
+		Listers: opts.Listers, Watchers: opts.Watchers, MixedWatchers: opts.MixedWatchers, Writers: opts.Writers,
+		NoAfterChecks: opts.NoAfterChecks,
+	}
 }
 
 // phases runs seeding, the load or probe, the after-load reads and cleanup,
@@ -237,7 +248,7 @@ func CleanupAll(ctx context.Context, opts Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	r := &run{opts: &opts, rec: newRecorder(), ledger: newLedger()}
+	r := &run{opts: &opts, rec: newRecorder(), ledger: checks.NewLedger(GenLabel)}
 	r.death = newDeathWatch(opts.DeathThreshold, func(context.Context) error { return nil }, nil)
 	if r.c, err = newClient(cfg, r.rec, r.death, opts.RequestTimeout); err != nil {
 		return 0, err
@@ -247,20 +258,26 @@ func CleanupAll(ctx context.Context, opts Options) (int, error) {
 }
 
 // setChecks installs the run's checks and the observers among them.
-func (r *run) setChecks(checks []Check) {
-	r.checks = checks
+func (r *run) setChecks(all []checks.Check) {
+	r.checks = all
 	r.observers = nil
-	for _, c := range checks {
-		if o, ok := c.(partialObserver); ok {
+	for _, c := range all {
+		if o, ok := c.(checks.PartialObserver); ok {
 			r.observers = append(r.observers, o)
 		}
 	}
 }
 
-// observe hands a partial object the load received to every check that
-// judges such objects.
-func (r *run) observe(seen seenPartial) {
+// observe hands a partial item a worker of the load received (op, in
+// cluster, "*" for a wildcard request) to every check that judges such items.
+func (r *run) observe(op string, worker checks.Worker, res Resource, cluster string, m partialMeta) {
+	seen := checks.Partial{
+		Op: op, Worker: worker, Resource: res.Resource, Cluster: cluster,
+		Name: m.Name, Namespace: m.Namespace, ItemCluster: m.Annotations.Cluster,
+		OriginalAPIVersion: m.Annotations.OriginalAPIVersion,
+		Want:               res.originalAPIVersion(),
+	}
 	for _, o := range r.observers {
-		o.observePartial(seen)
+		o.ObservePartial(seen)
 	}
 }

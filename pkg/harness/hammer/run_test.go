@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	"strings"
 	"testing"
@@ -70,14 +71,14 @@ func TestRunCleanServer(t *testing.T) {
 	if f.accepts[partialmeta.ListAccept("v1")] == 0 || f.accepts[partialmeta.ListAccept("v1beta1")] == 0 || f.accepts[partialmeta.ObjectAccept("v1")] == 0 {
 		t.Errorf("accept headers seen: %v", f.accepts)
 	}
-	for _, name := range []string{CheckAPIVersion, CheckPollution, CheckLostWrites} {
+	for _, name := range []string{checks.APIVersion, checks.Pollution, checks.LostWrites} {
 		if c := rep.Result(name); !c.Ran || c.Violations != 0 || c.Checked == 0 {
 			t.Errorf("check %s: %+v, want ran, checked > 0, no violations", c.Name, c)
 		}
 	}
 	// Typed items carry no key: every value seen is "<missing>".
-	if a := rep.Result(CheckAPIVersion); a.Values[missingValue] == 0 || len(a.Values) != 1 {
-		t.Errorf("check (a) values = %v, want only %s", a.Values, missingValue)
+	if a := rep.Result(checks.APIVersion); a.Values[checks.MissingValue] == 0 || len(a.Values) != 1 {
+		t.Errorf("check (a) values = %v, want only %s", a.Values, checks.MissingValue)
 	}
 	if rep.WatchEvents == 0 || rep.SuccessfulWrites == 0 || rep.PartialItems == 0 {
 		t.Errorf("watch events %d, writes %d, partial items %d: want all > 0", rep.WatchEvents, rep.SuccessfulWrites, rep.PartialItems)
@@ -86,7 +87,7 @@ func TestRunCleanServer(t *testing.T) {
 		t.Errorf("death reported: %+v", rep.Death)
 	}
 	// 5 wildcard-list sources and GETs: every seeded object was read 7 ways.
-	if b := rep.Result(CheckPollution); len(b.Sources) != 5 {
+	if b := rep.Result(checks.Pollution); len(b.Sources) != 5 {
 		t.Errorf("pollution sources = %d, want 5", len(b.Sources))
 	}
 }
@@ -98,13 +99,13 @@ func TestRunPollutingServer(t *testing.T) {
 	if rep.ExitCode != ExitViolated {
 		t.Fatalf("exit %d (%s), want %d", rep.ExitCode, rep.Verdict, ExitViolated)
 	}
-	if a := rep.Result(CheckAPIVersion); !a.Violated() || a.Values[`""`] != a.Checked {
+	if a := rep.Result(checks.APIVersion); !a.Violated() || a.Values[`""`] != a.Checked {
 		t.Errorf("check (a) = %+v, want every value \"\"", a)
 	}
-	if b := rep.Result(CheckPollution); !b.Violated() {
+	if b := rep.Result(checks.Pollution); !b.Violated() {
 		t.Errorf("check (b) = %+v, want violated", b)
 	}
-	if c := rep.Result(CheckLostWrites); c.Violated() {
+	if c := rep.Result(checks.LostWrites); c.Violated() {
 		t.Errorf("check (c) = %+v, want no lost writes", c)
 	}
 }
@@ -125,12 +126,12 @@ func TestSequentialProbeOneListPerResource(t *testing.T) {
 		// the probe's partial LIST and the after-load full wildcard LIST
 		t.Errorf("wildcard clusterrole LISTs = %d, want 2", got)
 	}
-	for _, s := range rep.Result(CheckPollution).Sources {
+	for _, s := range rep.Result(checks.Pollution).Sources {
 		if s.Ran && s.Polluted != s.Checked {
 			t.Errorf("source %s: %d of %d polluted, want all", s.Name, s.Polluted, s.Checked)
 		}
 	}
-	if c := rep.Result(CheckLostWrites); c.Ran {
+	if c := rep.Result(checks.LostWrites); c.Ran {
 		t.Errorf("check (c) ran without writers: %+v", c)
 	}
 }
@@ -169,7 +170,7 @@ func TestServerDeath(t *testing.T) {
 	if el := time.Since(start); el > 15*time.Second {
 		t.Errorf("the run took %s after the server died; the hammer must stop", el)
 	}
-	if rep.Result(CheckPollution).Ran || rep.Result(CheckLostWrites).Ran {
+	if rep.Result(checks.Pollution).Ran || rep.Result(checks.LostWrites).Ran {
 		t.Errorf("checks (b)/(c) ran against a dead server")
 	}
 	if !strings.Contains(rep.Death.Evidence, "dial") {
@@ -194,10 +195,10 @@ func TestServerExitedSignal(t *testing.T) {
 func TestLostWrites(t *testing.T) {
 	f := newFakeServer(t, func(f *fakeServer) { f.dropWrites = true })
 	rep := mustRun(t, smallOptions(f))
-	if c := rep.Result(CheckLostWrites); rep.ExitCode != ExitViolated || !c.Violated() {
+	if c := rep.Result(checks.LostWrites); rep.ExitCode != ExitViolated || !c.Violated() {
 		t.Fatalf("exit %d, check (c) %+v; want %d and violated", rep.ExitCode, c, ExitViolated)
 	}
-	if rep.Result(CheckAPIVersion).Violated() || rep.Result(CheckPollution).Violated() {
+	if rep.Result(checks.APIVersion).Violated() || rep.Result(checks.Pollution).Violated() {
 		t.Errorf("checks (a)/(b) violated on a server that only drops writes")
 	}
 }
@@ -217,7 +218,7 @@ func TestClusterScopeSkipsCheckA(t *testing.T) {
 	o := smallOptions(f)
 	o.Scope = ScopeCluster
 	rep := mustRun(t, o)
-	if a := rep.Result(CheckAPIVersion); a.Ran || a.Enabled {
+	if a := rep.Result(checks.APIVersion); a.Ran || a.Enabled {
 		t.Errorf("check (a) ran on non-wildcard requests: %+v", a)
 	}
 	if rep.ExitCode != ExitClean {
@@ -234,7 +235,7 @@ func TestWildcardFullListRefused(t *testing.T) {
 	if rep.ExitCode != ExitClean {
 		t.Fatalf("exit %d (%s), want clean: a refused full wildcard list is skipped", rep.ExitCode, rep.Verdict)
 	}
-	for _, s := range rep.Result(CheckPollution).Sources {
+	for _, s := range rep.Result(checks.Pollution).Sources {
 		if strings.HasPrefix(s.Name, "wildcard") && s.Ran {
 			t.Errorf("source %s ran: %+v", s.Name, s)
 		}
@@ -296,7 +297,7 @@ func TestReportJSON(t *testing.T) {
 	for _, c := range back["checks"].([]any) {
 		c := c.(map[string]any)
 		names = append(names, c["id"].(string)+": "+c["name"].(string))
-		if c["name"] == CheckPollution {
+		if c["name"] == checks.Pollution {
 			pollution = c
 		}
 	}
@@ -304,7 +305,7 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("JSON checks = %s", got)
 	}
 	if pollution == nil || pollution["violations"].(float64) == 0 || pollution["ran"] != true {
-		t.Errorf("JSON check %q = %v, want ran with violations", CheckPollution, pollution)
+		t.Errorf("JSON check %q = %v, want ran with violations", checks.Pollution, pollution)
 	}
 }
 
@@ -352,7 +353,7 @@ func TestMixedWatchersEachGetTheirOwnAnswer(t *testing.T) {
 	if rep.ExitCode != ExitClean {
 		t.Fatalf("verdict %q exit %d, want clean; error %q", rep.Verdict, rep.ExitCode, rep.Error)
 	}
-	d := rep.Result(CheckMixedWatchers)
+	d := rep.Result(checks.MixedWatchers)
 	if !d.Ran || d.Checked == 0 || d.Violations != 0 {
 		t.Errorf("check (d) = %+v, want ran, checked > 0, no violations", d)
 	}
@@ -377,7 +378,7 @@ func TestMixedWatchersMixUp(t *testing.T) {
 	o.MixedWatchers = 1
 	rep := mustRun(t, o)
 
-	d := rep.Result(CheckMixedWatchers)
+	d := rep.Result(checks.MixedWatchers)
 	if rep.ExitCode != ExitViolated || !d.Violated() {
 		t.Fatalf("exit %d (%s), check (d) %+v: want check (d) violated, exit %d", rep.ExitCode, rep.Verdict, d, ExitViolated)
 	}
@@ -394,7 +395,7 @@ func TestMixedWatchersMixUp(t *testing.T) {
 func TestMixedWatchersOffByDefault(t *testing.T) {
 	f := newFakeServer(t, nil)
 	rep := mustRun(t, smallOptions(f))
-	if d := rep.Result(CheckMixedWatchers); d.Ran || d.Enabled || d.Note != "no --mixed-watchers" {
+	if d := rep.Result(checks.MixedWatchers); d.Ran || d.Enabled || d.Note != "no --mixed-watchers" {
 		t.Errorf("check (d) = %+v, want not enabled: no --mixed-watchers", d)
 	}
 }

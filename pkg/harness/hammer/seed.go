@@ -187,7 +187,7 @@ func (r *run) cacheMissing(ctx context.Context) ([]string, error) {
 			missing = append(missing, o.key.String())
 			continue
 		}
-		r.ledger.baseline(o.key, v)
+		r.ledger.Baseline(o.key.String(), v)
 	}
 	return missing, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
@@ -79,7 +80,7 @@ func TestJudgeWildcardItem(t *testing.T) {
 		{APIExports, value("apis.kcp.io/v1alpha1"), false},
 		{APIExports, nil, false},
 	} {
-		shown, want, ok := tc.res.judgeWildcardItem(tc.got)
+		shown, want, ok := tc.res.originalAPIVersion().Judge(tc.got)
 		if ok != tc.want {
 			t.Errorf("%s with %s (want %s): ok = %v, want %v", tc.res.Resource, shown, want, ok, tc.want)
 		}
@@ -176,60 +177,36 @@ func TestBaseConfig(t *testing.T) {
 	}
 }
 
-func TestLedger(t *testing.T) {
-	l := newLedger()
-	k := ObjectKey{Resource: "configmaps", Cluster: "a", Name: "x"}
-	l.baseline(k, "seed")
-	if ok, _, known, _ := l.verdict(k, "seed"); !ok || !known {
-		t.Error("baseline not accepted")
-	}
-	l.succeeded(k, "w0-1")
-	l.unknown(k, "w0-2")
-	if ok, unc, _, _ := l.verdict(k, "w0-2"); !ok || !unc {
-		t.Error("a write of unknown outcome must be accepted as uncertain")
-	}
-	if ok, _, _, want := l.verdict(k, "seed"); ok || want != "w0-1" {
-		t.Errorf("lost write accepted, want %q", want)
-	}
-	l.baseline(k, "later") // ignored after writes
-	if _, _, _, want := l.verdict(k, ""); want != "w0-1" {
-		t.Errorf("baseline after writes overwrote the ledger: %q", want)
-	}
-	if _, _, known, _ := l.verdict(ObjectKey{Name: "other"}, ""); known {
-		t.Error("unknown object reported known")
-	}
-}
-
 // TestReportNeverCleanWhenNothingWasChecked: a run where an enabled check
 // did not run or saw no item, or where no check was enabled at all, proves
 // nothing and is not "clean".
 func TestReportNeverCleanWhenNothingWasChecked(t *testing.T) {
-	held := func(n int64) CheckResult { return CheckResult{Enabled: true, Ran: true, Checked: n} }
+	held := func(n int64) checks.Result { return checks.Result{Enabled: true, Ran: true, Checked: n} }
 	for name, tc := range map[string]struct {
-		checks []CheckResult
+		checks []checks.Result
 		want   int
 	}{
 		"every enabled check held on items": {
-			checks: []CheckResult{held(10), held(3), held(3), {Note: "no --mixed-watchers"}},
+			checks: []checks.Result{held(10), held(3), held(3), {Note: "no --mixed-watchers"}},
 			want:   ExitClean,
 		},
 		"an enabled check ran on no item": {
-			checks: []CheckResult{held(10), held(0), {}, {}},
+			checks: []checks.Result{held(10), held(0), {}, {}},
 			want:   ExitFailure,
 		},
 		"an enabled check did not run": {
-			checks: []CheckResult{held(10), {Enabled: true, Note: "skipped"}, {}, {}},
+			checks: []checks.Result{held(10), {Enabled: true, Note: "skipped"}, {}, {}},
 			want:   ExitFailure,
 		},
 		"no check enabled": {
-			checks: []CheckResult{{}, {}, {}, {}},
+			checks: []checks.Result{{}, {}, {}, {}},
 			want:   ExitFailure,
 		},
 		"no check in the report": {
 			want: ExitFailure,
 		},
 		"a violation still wins": {
-			checks: []CheckResult{{Enabled: true, Ran: true, Checked: 10, Violations: 1}, held(0), {}, {}},
+			checks: []checks.Result{{Enabled: true, Ran: true, Checked: 10, Violations: 1}, held(0), {}, {}},
 			want:   ExitViolated,
 		},
 	} {
@@ -243,27 +220,14 @@ func TestReportNeverCleanWhenNothingWasChecked(t *testing.T) {
 	}
 }
 
-// TestChecksRegistry: every check has its own letter and name, in report
-// order, and a report lists each once, found by name.
-func TestChecksRegistry(t *testing.T) {
-	var ids, names []string
-	for _, c := range Checks() {
-		if c.ID == "" || c.Name == "" || c.What == "" {
-			t.Errorf("check %+v: want an ID, a name and what it checks", c)
-		}
-		ids, names = append(ids, c.ID), append(names, c.Name)
+// TestReportResult: a report finds a check's result by name, and a check
+// missing from it comes back as not run, with a note.
+func TestReportResult(t *testing.T) {
+	r := &Report{Checks: []checks.Result{{ID: "b", Name: checks.Pollution, Ran: true, Checked: 4}}}
+	if c := r.Result(checks.Pollution); !c.Ran || c.Checked != 4 || c.Title() != "b: "+checks.Pollution {
+		t.Errorf("Result(%q) = %+v", checks.Pollution, c)
 	}
-	if got := strings.Join(ids, ","); got != "a,b,c,d" {
-		t.Errorf("check IDs %s, want a,b,c,d in report order", got)
-	}
-	if got := strings.Join(names, ","); got != strings.Join([]string{CheckAPIVersion, CheckPollution, CheckLostWrites, CheckMixedWatchers}, ",") {
-		t.Errorf("check names %s", got)
-	}
-	r := &Report{Checks: []CheckResult{{ID: "b", Name: CheckPollution, Ran: true, Checked: 4}}}
-	if c := r.Result(CheckPollution); !c.Ran || c.Checked != 4 || c.Title() != "b: "+CheckPollution {
-		t.Errorf("Result(%q) = %+v", CheckPollution, c)
-	}
-	if c := r.Result(CheckLostWrites); c.Ran || c.Violated() || c.Note == "" {
+	if c := r.Result(checks.LostWrites); c.Ran || c.Violated() || c.Note == "" {
 		t.Errorf("Result of a check missing from the report = %+v, want not run with a note", c)
 	}
 }
@@ -273,15 +237,16 @@ func TestChecksRegistry(t *testing.T) {
 func TestEnabledCheckThatSawNothing(t *testing.T) {
 	o := DefaultOptions()
 	o.MixedWatchers = 1
-	obs := &observations{opts: &o, loaded: true, ledger: newLedger(), readBack: &readBack{}}
-	for _, c := range newChecks() {
+	obs := observationsOf(&o)
+	obs.Loaded, obs.Writes, obs.ReadBack = true, checks.NewLedger(GenLabel), &checks.ReadBack{}
+	for _, c := range checks.New() {
 		res := c.Result(obs)
 		if !res.Enabled || !res.Ran || res.Checked != 0 || res.Note == "" {
 			t.Errorf("check %s = %+v, want enabled, ran on nothing, with a note", c.Info().ID, res)
 		}
 	}
 	var rep Report
-	for _, c := range newChecks() {
+	for _, c := range checks.New() {
 		rep.Checks = append(rep.Checks, c.Result(obs))
 	}
 	rep.finish()
@@ -291,9 +256,10 @@ func TestEnabledCheckThatSawNothing(t *testing.T) {
 
 	// Checks that do not apply say why and stay out of the verdict.
 	o.Scope, o.MixedWatchers, o.Writers = ScopeCluster, 0, 0
-	obs = &observations{opts: &o, loaded: true, ledger: newLedger(), readBackSkipped: "--no-after-checks"}
 	o.NoAfterChecks = true
-	for _, c := range newChecks() {
+	obs = observationsOf(&o)
+	obs.Loaded, obs.Writes, obs.ReadBackSkipped = true, checks.NewLedger(GenLabel), "--no-after-checks"
+	for _, c := range checks.New() {
 		if res := c.Result(obs); res.Enabled || res.Ran || res.Note == "" {
 			t.Errorf("check %s = %+v, want not enabled, with a note", c.Info().ID, res)
 		}

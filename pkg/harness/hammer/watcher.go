@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 )
 
@@ -36,7 +37,7 @@ func (r *run) watcher(ctx context.Context, c *client, s requestshape.Shape) {
 func (r *run) watchOnce(ctx context.Context, c *client, s requestshape.Shape, res Resource, cluster string) error {
 	op := "watch " + s.Accept.MetaVersion
 	return r.watchPartial(ctx, c, op, s, requestshape.Params{}, res, cluster, func(m partialMeta) {
-		r.observe(seenPartial{op: op, worker: watcherWorker, res: res, cluster: cluster, meta: m})
+		r.observe(op, checks.Watcher, res, cluster, m)
 	})
 }
 

@@ -102,10 +102,10 @@ func (r *run) write(ctx context.Context, c *client, o seededObject, value string
 	}
 	switch Classify(err) {
 	case ClassOK:
-		r.ledger.succeeded(o.key, value)
+		r.ledger.Succeeded(o.key.String(), value)
 	case ClassTransport, Class5xx, ClassProtocol:
 		// Applied or not: nobody knows.
-		r.ledger.unknown(o.key, value)
+		r.ledger.Unknown(o.key.String(), value)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"bytes"
@@ -22,8 +22,9 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
 )
@@ -66,11 +67,11 @@ type Sharded struct {
 	Started time.Time     `json:"started"`
 	Elapsed time.Duration `json:"elapsedNanos"`
 	// Load is the seed load of each loaded shard.
-	Load     duel.Load  `json:"load"`
-	Carried  ShardedRun `json:"carried"`
-	Stock    ShardedRun `json:"stock"`
-	Binaries []string   `json:"binaries"`
-	LoadAvg  []string   `json:"loadAvg"` // before, after
+	Load     report.Load `json:"load"`
+	Carried  ShardedRun  `json:"carried"`
+	Stock    ShardedRun  `json:"stock"`
+	Binaries []string    `json:"binaries"`
+	LoadAvg  []string    `json:"loadAvg"` // before, after
 }
 
 // ShardedRun is one topology's run.
@@ -263,7 +264,7 @@ func ReadSharded(dir string) (*Sharded, error) {
 }
 
 // Shard colors of the sharded chart.
-var shardColors = []color.Color{PatchedColor, PristineColor}
+var shardColors = []color.Color{chart.PatchedColor, chart.PristineColor}
 
 // WriteShardedChart draws, for the stock run, the share of the front-proxy's
 // answers that were 200 for each shard's workspaces, second by second.
@@ -274,7 +275,7 @@ func WriteShardedChart(w io.Writer, s *Sharded) error {
 	p.Y.Label.Text = "probes answered 200 (%)"
 	p.Add(plotter.NewGrid())
 	p.Y.Min, p.Y.Max = 0, 135
-	p.Y.Tick.Marker = wholeTicks{}
+	p.Y.Tick.Marker = chart.WholeTicks{}
 	drawn := 0
 	for shard := range s.Stock.Shards {
 		pts := answerRate(s.Stock.Probes, shard)
@@ -295,7 +296,7 @@ func WriteShardedChart(w io.Writer, s *Sharded) error {
 			label = sh.Name + ": loaded"
 		}
 		if sh.Died {
-			label += fmt.Sprintf(", died %s into its load", duel.Seconds(sh.TimeToDeath))
+			label += fmt.Sprintf(", died %s into its load", report.Seconds(sh.TimeToDeath))
 			if sh.Fatal != "" {
 				label += " (" + sh.Fatal + ")"
 			}
@@ -310,8 +311,8 @@ func WriteShardedChart(w io.Writer, s *Sharded) error {
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(8)
-	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(margin(draw.New(c)))
+	c := vgsvg.New(chart.Width, chart.Height)
+	p.Draw(chart.Margin(draw.New(c)))
 	_, err := c.WriteTo(w)
 	return err
 }
@@ -351,7 +352,7 @@ func ShardedMarkdown(s *Sharded) string {
 	b.WriteString("kcp v0.32.3's sharded servers (`kcp` ×2 shards, `cache-server`, `virtual-workspaces` ×2, `kcp-front-proxy`), each its own process on 127.0.0.1 (`pkg/harness/server`), built by `make sharded` with the carry and stock. " +
 		"Workspaces are created through the front-proxy and placed on a shard; the seed load goes to each shard's own endpoint, a wildcard partial-metadata load (2 listers, a watcher, APIExports) to the cache server, and every workspace is probed through the front-proxy twice a second.\n\n")
 	fmt.Fprintf(&b, "Load per loaded shard: %d listers, %d watchers, %d writers; carried: both shards at once for %s; stock: shard 1 only. Run %s, %s of wall time, load average %s.\n\n",
-		len(s.Load.Listers), s.Load.Watchers, s.Load.Writers, s.Load.Bound, s.Started.UTC().Format("2006-01-02 15:04 MST"), duel.Seconds(s.Elapsed), strings.Join(s.LoadAvg, " → "))
+		len(s.Load.Listers), s.Load.Watchers, s.Load.Writers, s.Load.Bound, s.Started.UTC().Format("2006-01-02 15:04 MST"), report.Seconds(s.Elapsed), strings.Join(s.LoadAvg, " → "))
 	b.WriteString("![The front-proxy's answers for each shard's workspaces during the stock run](" + ShardedChartFile + ")\n\n")
 	b.WriteString("| server | stock: time to death | carried: LIST/s | carried: 5xx | carried: checks (violations of checked) | carried: verdict |\n|---|---|---|---|---|---|\n")
 	for i := range s.Carried.Shards {
@@ -361,11 +362,11 @@ func ShardedMarkdown(s *Sharded) string {
 			st := s.Stock.Shards[i]
 			switch {
 			case st.Died && st.Loaded:
-				stock = duel.Seconds(st.TimeToDeath) + " (" + st.Fatal + ")"
+				stock = report.Seconds(st.TimeToDeath) + " (" + st.Fatal + ")"
 			case st.Died:
 				stock = "died unloaded"
 			case st.Loaded:
-				stock = "alive after " + duel.Seconds(st.LoadElapsed)
+				stock = "alive after " + report.Seconds(st.LoadElapsed)
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %d | %s | %s |\n", c.Name, stock, c.ListsPerSecond, c.Server5xx, checksCell(c.Checks), c.Verdict)

@@ -1,16 +1,16 @@
-// Package dueltest builds small, consistent duel documents for tests.
-package dueltest
+// Package testreport builds small, consistent report documents (evidence/duel.json) for tests.
+package testreport
 
 import (
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // Run is a run of variant with a steady rate of lists per second for
 // elapsed, with a timeline; died makes the shard die at the end of it.
-func Run(variant string, perSecond int64, elapsed time.Duration, died bool) duel.Run {
-	r := duel.Run{Variant: variant, LoadElapsed: elapsed, Alive: elapsed, Verdict: "clean"}
+func Run(variant string, perSecond int64, elapsed time.Duration, died bool) report.Run {
+	r := report.Run{Variant: variant, LoadElapsed: elapsed, Alive: elapsed, Verdict: "clean"}
 	whole := int(elapsed / time.Second)
 	for i := 0; i <= whole; i++ {
 		span := min(time.Second, elapsed-time.Duration(i)*time.Second)
@@ -18,11 +18,10 @@ func Run(variant string, perSecond int64, elapsed time.Duration, died bool) duel
 			break
 		}
 		n := int64(float64(perSecond) * span.Seconds())
-		r.Timeline = append(r.Timeline, duel.Second{Second: i, Span: span, Lists: n})
+		r.Timeline = append(r.Timeline, report.Second{Second: i, Span: span, Lists: n})
 		r.Lists += n
 	}
 	r.Requests = r.Lists + r.Lists/10 // watches and writes besides
-	r.ListsPerSecond = duel.Rate(r.Lists, r.Alive)
 	if died {
 		// The hammer notices a moment later.
 		r.LoadElapsed += 100 * time.Millisecond
@@ -30,7 +29,7 @@ func Run(variant string, perSecond int64, elapsed time.Duration, died bool) duel
 		r.Failed = 12
 		r.Requests += r.Failed
 		r.Timeline[len(r.Timeline)-1].Errors = r.Failed
-		r.Fatal = &duel.Fatal{
+		r.Fatal = &report.Fatal{
 			Signature: "concurrent map writes",
 			Frames: []string{
 				"internal/runtime/maps.fatal (/usr/local/go/src/runtime/panic.go:1058)",
@@ -45,49 +44,46 @@ func Run(variant string, perSecond int64, elapsed time.Duration, died bool) duel
 // Report is a duel in which the pristine shard dies 3.5 s into the load
 // while the patched one serves 20 s, a single lister in two rounds, and
 // three scaling steps of which the pristine shard survives the first.
-func Report() *duel.Report {
-	r := &duel.Report{
-		Schema:  duel.Schema,
+func Report() *report.Report {
+	r := &report.Report{
+		Schema:  report.Schema,
 		Started: time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC),
 		Elapsed: 3 * time.Minute,
-		Setup: duel.Setup{
+		Setup: report.Setup{
 			Commit: "0123456789ab", Note: "Synthetic.", GoVersion: "go1.26.8", GOOS: "linux", GOARCH: "amd64", CPUs: 2,
 			LoadAvgBefore: "0.50 0.40 0.30", LoadAvgAfter: "1.90 0.80 0.40",
-			Shards: []duel.Shard{
-				{Variant: duel.Pristine, Build: "GOWORK=off go build ./cmd/testshard", Binary: "bin/shards/testshard-pristine"},
-				{Variant: duel.Patched, Build: "go build ./cmd/testshard", Binary: "bin/shards/testshard-patched"},
+			Shards: []report.Shard{
+				{Variant: report.Pristine, Build: "GOWORK=off go build ./cmd/testshard", Binary: "bin/shards/testshard-pristine"},
+				{Variant: report.Patched, Build: "go build ./cmd/testshard", Binary: "bin/shards/testshard-patched"},
 			},
 			Resources: []string{"clusterroles", "configmaps"}, Clusters: []string{"a", "b", "c"}, Objects: 50, Annotations: 16,
 		},
-		Duel: duel.Duel{
-			Load: duel.Load{
+		Duel: report.Duel{
+			Load: report.Load{
 				Listers:  []string{"kcp:0", "v1beta1:", "v1:0", "v1beta1:0:paged", "v1:", "v1beta1:0", "v1::paged", "kcp:"},
 				Watchers: 2, Writers: 4, WriteMode: "mixed", Bound: 20 * time.Second, Budget: 200000,
 			},
-			Pristine: Run(duel.Pristine, 800, 3500*time.Millisecond, true),
-			Patched:  Run(duel.Patched, 780, 20*time.Second, false),
+			Pristine: Run(report.Pristine, 800, 3500*time.Millisecond, true),
+			Patched:  Run(report.Patched, 780, 20*time.Second, false),
 		},
-		SingleLister: duel.SingleLister{
-			Load: duel.Load{Listers: []string{"v1:0"}, Bound: 5 * time.Second, Budget: 100000},
-			Rounds: []duel.Round{
-				{Pristine: Run(duel.Pristine, 300, 5*time.Second, false), Patched: Run(duel.Patched, 294, 5*time.Second, false)},
-				{Pristine: Run(duel.Pristine, 310, 5*time.Second, false), Patched: Run(duel.Patched, 300, 5*time.Second, false)},
+		SingleLister: report.SingleLister{
+			Load: report.Load{Listers: []string{"v1:0"}, Bound: 5 * time.Second, Budget: 100000},
+			Rounds: []report.Round{
+				{Pristine: Run(report.Pristine, 300, 5*time.Second, false), Patched: Run(report.Patched, 294, 5*time.Second, false)},
+				{Pristine: Run(report.Pristine, 310, 5*time.Second, false), Patched: Run(report.Patched, 300, 5*time.Second, false)},
 			},
 		},
-		Scaling: duel.Scaling{Load: duel.Load{Listers: []string{"v1:0"}, Bound: 5 * time.Second, Budget: 100000}},
+		Scaling: report.Scaling{Load: report.Load{Listers: []string{"v1:0"}, Bound: 5 * time.Second, Budget: 100000}},
 		Notes:   []string{"A synthetic report."},
 	}
 	for i := range r.SingleLister.Rounds {
 		rd := &r.SingleLister.Rounds[i]
 		rd.Pristine.Timeline, rd.Patched.Timeline = nil, nil
-		r.SingleLister.Pristine.Add(rd.Pristine)
-		r.SingleLister.Patched.Add(rd.Patched)
 	}
-	r.SingleLister.Ratio = duel.Ratio(r.SingleLister.Patched, r.SingleLister.Pristine)
 	for i, n := range []int{1, 2, 4} {
-		st := duel.Step{Listers: n,
-			Patched:  Run(duel.Patched, int64(300*n), 5*time.Second, false),
-			Pristine: Run(duel.Pristine, int64(300*n), time.Duration(5-2*i)*time.Second, i > 0),
+		st := report.Step{Listers: n,
+			Patched:  Run(report.Patched, int64(300*n), 5*time.Second, false),
+			Pristine: Run(report.Pristine, int64(300*n), time.Duration(5-2*i)*time.Second, i > 0),
 		}
 		st.Patched.Timeline, st.Pristine.Timeline = nil, nil
 		r.Scaling.Steps = append(r.Scaling.Steps, st)

@@ -1,20 +1,14 @@
-package evidence
+package report
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/util/markdown"
 )
 
-// Files Write writes, and the benchstat output it quotes (hack/bench.sh
-// writes it into the same directory).
+// Files of the evidence directory (evidence/) the report is written to, and
+// the benchstat output its README quotes (hack/bench.sh writes it there).
 const (
 	DuelFile      = "duel.json"
 	ChartFile     = "lists-per-second.svg"
@@ -23,84 +17,15 @@ const (
 	BenchstatFile = "benchstat.txt"
 )
 
-// Write writes duel.json, lists-per-second.svg and README.md into dir
-// (created if missing; other files in it, such as benchstat.txt, stay). It
-// renders all three into a temporary directory inside dir first and renames
-// them into place only when all three are written, so a failure leaves the
-// previous evidence intact.
-func Write(dir string, rep *duel.Report) error {
-	if err := rep.Check(); err != nil {
-		return fmt.Errorf("not writing an inconsistent report: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	bench, err := os.ReadFile(filepath.Join(dir, BenchstatFile))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	sharded, err := ReadSharded(dir)
-	if err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(dir, ".evidence-tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-
-	data, err := rep.Marshal()
-	if err != nil {
-		return err
-	}
-	var chart bytes.Buffer
-	if err := WriteChart(&chart, rep); err != nil {
-		return fmt.Errorf("the chart: %w", err)
-	}
-	files := []struct {
-		name string
-		data []byte
-	}{
-		{ChartFile, chart.Bytes()},
-		{DuelFile, data},
-		{ReadmeFile, README(rep, string(bench), sharded)},
-	}
-	if rep.RealKCP != nil {
-		var kcpChart bytes.Buffer
-		if err := WriteKCPChart(&kcpChart, rep.RealKCP); err != nil {
-			return fmt.Errorf("the real-kcp chart: %w", err)
-		}
-		files = append(files, struct {
-			name string
-			data []byte
-		}{KCPChartFile, kcpChart.Bytes()})
-	}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(tmp, f.name), f.data, 0o644); err != nil {
-			return err
-		}
-	}
-	for i, f := range files {
-		if err := os.Rename(filepath.Join(tmp, f.name), filepath.Join(dir, f.name)); err != nil {
-			var done []string
-			for _, d := range files[:i] {
-				done = append(done, d.name)
-			}
-			return fmt.Errorf("%w (already replaced: %s)", err, strings.Join(done, ", "))
-		}
-	}
-	return nil
-}
-
 // README is evidence/README.md: the setup, the chart, the summary, the
-// sharded section (when sharded is not nil), the benchstat table (when bench
-// is not empty) and how to reproduce.
-func README(rep *duel.Report, bench string, sharded *Sharded) []byte {
+// sharded section (when sharded is not empty), the benchstat table (when
+// bench is not empty) and how to reproduce.
+func README(rep *Report, bench string, sharded string) []byte {
 	var b strings.Builder
 	s := rep.Setup
 	b.WriteString("# Evidence: the carry on a live test shard\n\n")
-	b.WriteString("Written by `make evidence` (`cmd/evidence`, `pkg/harness/evidence`); every number below is in [`" + DuelFile +
-		"`](" + DuelFile + ") (format: `pkg/harness/duel`). It is a report: the live suite (`test/e2e`) is what asserts that the " +
+	b.WriteString("Written by `make evidence` (`cmd/evidence`, `pkg/harness/measure`); every number below is in [`" + DuelFile +
+		"`](" + DuelFile + ") (format: `pkg/harness/report`). It is a report: the live suite (`test/e2e`) is what asserts that the " +
 		"pristine shard dies and the patched one holds.\n\n")
 	b.WriteString("![Successful wildcard partial-metadata LISTs per second, pristine fork against the carry, under the same load](" + ChartFile + ")\n\n")
 
@@ -121,7 +46,7 @@ func README(rep *duel.Report, bench string, sharded *Sharded) []byte {
 		fmt.Fprintf(&b, " %s", s.Note)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "- **Run**: %s, %s of wall time", rep.Started.UTC().Format("2006-01-02 15:04:05 MST"), duel.Seconds(rep.Elapsed))
+	fmt.Fprintf(&b, "- **Run**: %s, %s of wall time", rep.Started.UTC().Format("2006-01-02 15:04:05 MST"), Seconds(rep.Elapsed))
 	if s.Commit != "" {
 		fmt.Fprintf(&b, ", commit `%s`", s.Commit)
 	}
@@ -145,9 +70,9 @@ func README(rep *duel.Report, bench string, sharded *Sharded) []byte {
 		b.WriteString(k.Markdown())
 	}
 
-	if sharded != nil {
+	if sharded != "" {
 		b.WriteString("\n## In kcp's sharded topology\n\n")
-		b.WriteString(ShardedMarkdown(sharded))
+		b.WriteString(sharded)
 	}
 
 	b.WriteString("\n## Cost benchmarks\n\n")

@@ -1,13 +1,13 @@
-// Package evidence runs the duel behind `make evidence` and writes its
+// Package measure runs the duel behind `make evidence` and writes its
 // report: the same hammer load (pkg/harness/hammer) against a test shard
 // (pkg/harness/server) linked against the pristine fork and one linked against the
-// carry, one shard under load at a time, measured three ways (see pkg/harness/duel),
+// carry, one shard under load at a time, measured three ways (see pkg/harness/report),
 // then evidence/duel.json, evidence/lists-per-second.svg (gonum/plot) and
 // evidence/README.md.
 //
 // It is a report, not a test: the live suite (test/e2e) asserts what must
 // hold. Every load is bounded by a duration and a request budget.
-package evidence
+package measure
 
 import (
 	"errors"

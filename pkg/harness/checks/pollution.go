@@ -1,4 +1,4 @@
-package hammer
+package checks
 
 import "fmt"
 
@@ -7,8 +7,8 @@ import "fmt"
 // kcp.io/original-api-version.
 type pollutionCheck struct{}
 
-func (pollutionCheck) Info() CheckInfo {
-	return CheckInfo{ID: "b", Name: CheckPollution,
+func (pollutionCheck) Info() Info {
+	return Info{ID: "b", Name: Pollution,
 		What: "afterwards no full-object LIST or GET (watch cache or etcd) shows kcp.io/original-api-version"}
 }
 
@@ -28,21 +28,21 @@ type SourceResult struct {
 	Samples       []string `json:"samples,omitempty"`
 }
 
-func (pollutionCheck) Result(obs *observations) CheckResult {
-	r := CheckResult{Enabled: !obs.opts.NoAfterChecks}
+func (pollutionCheck) Result(obs *Observations) Result {
+	r := Result{Enabled: !obs.NoAfterChecks}
 	if r.Note = obs.noReadBack(); r.Note != "" {
 		return r
 	}
 	r.Ran = true
-	for _, s := range obs.readBack.sources {
-		sr := SourceResult{Name: s.name, Ran: s.ran, Note: s.note, Missing: s.missing}
-		for _, o := range s.objects {
-			v, polluted := o.meta.Annotations[OriginalAPIVersionAnnotation]
+	for _, s := range obs.ReadBack.Sources {
+		sr := SourceResult{Name: s.Name, Ran: s.Ran, Note: s.Note, Missing: s.Missing}
+		for _, o := range s.Objects {
+			polluted := o.OriginalAPIVersion != nil
 			switch {
-			case o.seeded && polluted:
+			case o.Seeded && polluted:
 				sr.Checked++
 				sr.Polluted++
-			case o.seeded:
+			case o.Seeded:
 				sr.Checked++
 			case polluted:
 				sr.OtherChecked++
@@ -51,7 +51,7 @@ func (pollutionCheck) Result(obs *observations) CheckResult {
 				sr.OtherChecked++
 			}
 			if polluted && len(sr.Samples) < maxSamples {
-				sr.Samples = append(sr.Samples, fmt.Sprintf("%s: %s=%q", o.key, OriginalAPIVersionAnnotation, v))
+				sr.Samples = append(sr.Samples, fmt.Sprintf("%s: %s=%q", o.Key, OriginalAPIVersionAnnotation, *o.OriginalAPIVersion))
 			}
 		}
 		r.Sources = append(r.Sources, sr)

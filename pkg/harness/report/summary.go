@@ -1,4 +1,4 @@
-package duel
+package report
 
 import (
 	"fmt"
@@ -75,7 +75,7 @@ func (r *Report) writeDuel(b *strings.Builder) {
 		run  Run
 	}{{pristineName, d.Pristine}, {patchedName, d.Patched}} {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", x.name, Thousands(x.run.Requests),
-			Thousands(int64(x.run.ListsPerSecond+0.5)), x.run.deathCell(), x.run.Fatal.Markdown())
+			Thousands(int64(x.run.ListsPerSecond()+0.5)), x.run.deathCell(), x.run.Fatal.Markdown())
 	}
 }
 
@@ -95,9 +95,10 @@ func (r *Report) writeSingleLister(b *strings.Builder) {
 	if len(s.Rounds) == 0 {
 		return
 	}
+	pristine, patched := s.Totals()
 	fmt.Fprintf(b, "\n**Single lister**: %s; %d alternating %s per shard. With the carry a lister gets **%.3f×** the pristine fork's LIST/s (%s/s against %s/s).",
-		s.Load.Describe(), len(s.Rounds), plural(len(s.Rounds), "round", "rounds"), s.Ratio,
-		Thousands(int64(s.Patched.ListsPerSecond+0.5)), Thousands(int64(s.Pristine.ListsPerSecond+0.5)))
+		s.Load.Describe(), len(s.Rounds), plural(len(s.Rounds), "round", "rounds"), s.Ratio(),
+		Thousands(int64(patched.ListsPerSecond()+0.5)), Thousands(int64(pristine.ListsPerSecond()+0.5)))
 	if len(s.Rounds) > 1 {
 		var rs []string
 		for _, rd := range s.Rounds {
@@ -108,8 +109,8 @@ func (r *Report) writeSingleLister(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, " Per round: %s.", strings.Join(rs, ", "))
 	}
-	if s.Pristine.Deaths > 0 || s.Patched.Deaths > 0 {
-		fmt.Fprintf(b, " Deaths: pristine %d, patched %d.", s.Pristine.Deaths, s.Patched.Deaths)
+	if pristine.Deaths > 0 || patched.Deaths > 0 {
+		fmt.Fprintf(b, " Deaths: pristine %d, patched %d.", pristine.Deaths, patched.Deaths)
 	}
 	b.WriteString("\n")
 }
@@ -142,7 +143,7 @@ func (r *Report) writeScaling(b *strings.Builder) {
 
 // scalingCell is "1,234" or "died at 0.4 s (312 until then)".
 func (r Run) scalingCell() string {
-	rate := Thousands(int64(r.ListsPerSecond + 0.5))
+	rate := Thousands(int64(r.ListsPerSecond() + 0.5))
 	if r.Died {
 		return fmt.Sprintf("**died** at %s (%s/s until then)", Seconds(r.TimeToDeath), rate)
 	}

@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
 )
@@ -38,12 +40,12 @@ func TestShardedChart(t *testing.T) {
 	if err := WriteShardedChart(&b, stockSharded()); err != nil {
 		t.Fatal(err)
 	}
-	paths, texts := parseSVG(t, b.Bytes())
+	paths, texts := testreport.ParseSVG(t, b.Bytes())
 	strokes := map[string]int{}
 	for _, p := range paths {
-		strokes[p.stroke]++
+		strokes[p.Stroke]++
 	}
-	for _, c := range []string{hex(PatchedColor), hex(PristineColor)} {
+	for _, c := range []string{testreport.Hex(chart.PatchedColor), testreport.Hex(chart.PristineColor)} {
 		if strokes[c] == 0 {
 			t.Errorf("no line in %s (strokes %v)", c, strokes)
 		}

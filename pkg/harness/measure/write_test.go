@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"os"
@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kcp-carry/kcp-carry/internal/dueltest"
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // TestWrite: the three files land next to benchstat.txt, which the README
@@ -21,28 +21,28 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	bench := "goos: linux\n                 │ pristine │ patched │\nWildcardList-2   1.0m ± 1%   1.0m ± 2%  ~ (p=0.4 n=6)\n"
-	if err := os.WriteFile(filepath.Join(dir, BenchstatFile), []byte(bench), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, report.BenchstatFile), []byte(bench), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep := dueltest.Report()
+	rep := testreport.Report()
 	rep.Setup.Command = "evidence --note 'Synthetic.'"
 	if err := Write(dir, rep); err != nil {
 		t.Fatal(err)
 	}
-	got, err := duel.Read(filepath.Join(dir, DuelFile))
+	got, err := report.Read(filepath.Join(dir, report.DuelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(rep, got); diff != "" {
 		t.Errorf("duel.json (-written +read):\n%s", diff)
 	}
-	if !strings.HasPrefix(testfs.Read(t, filepath.Join(dir, ChartFile)), "<?xml") {
-		t.Errorf("%s is not SVG", ChartFile)
+	if !strings.HasPrefix(testfs.Read(t, filepath.Join(dir, report.ChartFile)), "<?xml") {
+		t.Errorf("%s is not SVG", report.ChartFile)
 	}
-	readme := testfs.Read(t, filepath.Join(dir, ReadmeFile))
+	readme := testfs.Read(t, filepath.Join(dir, report.ReadmeFile))
 	for _, want := range []string{
 		"# Evidence: the carry on a live test shard\n",
-		"](" + ChartFile + ")\n",
+		"](" + report.ChartFile + ")\n",
 		"- **pristine**: `bin/shards/testshard-pristine`, GOWORK=off go build ./cmd/testshard.\n",
 		"- **Objects**: 50 clusterroles and configmaps in each of 3 logical clusters (a, b, c), each with 16 extra annotations;",
 		"- **Machine**: 2 CPUs, linux/amd64, go1.26.8; load average (1, 5, 15 min) 0.50 0.40 0.30 before, 1.90 0.80 0.40 after. Synthetic.\n",
@@ -57,7 +57,7 @@ func TestWrite(t *testing.T) {
 			t.Errorf("README lacks %q:\n%s", want, readme)
 		}
 	}
-	if got := testfs.Read(t, filepath.Join(dir, BenchstatFile)); got != bench {
+	if got := testfs.Read(t, filepath.Join(dir, report.BenchstatFile)); got != bench {
 		t.Errorf("benchstat.txt changed: %q", got)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".evidence-tmp-*")); len(left) > 0 {
@@ -69,7 +69,7 @@ func TestWrite(t *testing.T) {
 	if err := Write(dir2, rep); err != nil {
 		t.Fatal(err)
 	}
-	if readme := testfs.Read(t, filepath.Join(dir2, ReadmeFile)); !strings.Contains(readme, "Not measured yet: `make bench` writes `benchstat.txt` here") {
+	if readme := testfs.Read(t, filepath.Join(dir2, report.ReadmeFile)); !strings.Contains(readme, "Not measured yet: `make bench` writes `benchstat.txt` here") {
 		t.Errorf("README without benchstat:\n%s", readme)
 	}
 }
@@ -79,18 +79,13 @@ func TestWrite(t *testing.T) {
 // were and no temporary directory.
 func TestWriteFailureKeepsEvidence(t *testing.T) {
 	dir := t.TempDir()
-	old := map[string]string{DuelFile: "old duel\n", ChartFile: "old chart\n", ReadmeFile: "old readme\n"}
+	old := map[string]string{report.DuelFile: "old duel\n", report.ChartFile: "old chart\n", report.ReadmeFile: "old readme\n"}
 	for name, content := range old {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	bad := dueltest.Report()
-	bad.Duel.Patched.Lists++
-	if err := Write(dir, bad); err == nil || !strings.Contains(err.Error(), "not writing an inconsistent report: duel.patched: listsPerSecond") {
-		t.Errorf("inconsistent report: %v", err)
-	}
-	empty := dueltest.Report()
+	empty := testreport.Report()
 	empty.Duel.Pristine.Timeline, empty.Duel.Patched.Timeline = nil, nil
 	if err := Write(dir, empty); err == nil || !strings.Contains(err.Error(), "the chart: the duel has no timeline") {
 		t.Errorf("no timeline: %v", err)

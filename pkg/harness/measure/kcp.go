@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
@@ -144,8 +144,8 @@ func newKCPSlots(k *KCPOptions) (pristine, patched *kcpSlot, cleanup func(), err
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	pristine = &kcpSlot{variant: duel.Pristine, binary: k.PristineBinary, work: work, logf: logf}
-	patched = &kcpSlot{variant: duel.Patched, binary: k.PatchedBinary, work: work, logf: logf}
+	pristine = &kcpSlot{variant: report.Pristine, binary: k.PristineBinary, work: work, logf: logf}
+	patched = &kcpSlot{variant: report.Patched, binary: k.PatchedBinary, work: work, logf: logf}
 	cleanup = func() {
 		pristine.stop()
 		patched.stop()
@@ -163,7 +163,7 @@ func newKCPSlots(k *KCPOptions) (pristine, patched *kcpSlot, cleanup func(), err
 // RunKCP measures on real kcp: the duel load of o against a fresh stock and
 // a fresh patched kcp (root plus o.Clusters-many-minus-one workspaces), then
 // the single-client ratio.
-func RunKCP(ctx context.Context, o Options, k KCPOptions) (*duel.RealKCP, error) {
+func RunKCP(ctx context.Context, o Options, k KCPOptions) (*report.RealKCP, error) {
 	if err := k.Ratio.Validate(); err != nil {
 		return nil, err
 	}
@@ -172,16 +172,16 @@ func RunKCP(ctx context.Context, o Options, k KCPOptions) (*duel.RealKCP, error)
 		return nil, err
 	}
 	defer cleanup()
-	out := &duel.RealKCP{Binaries: []duel.Shard{
-		{Variant: duel.Pristine, Binary: k.PristineBinary, Build: "carry build --kcp-source <kcp v0.32.3> --cmd cmd/kcp --pristine"},
-		{Variant: duel.Patched, Binary: k.PatchedBinary, Build: "carry build --kcp-source <kcp v0.32.3> --cmd cmd/kcp"},
+	out := &report.RealKCP{Binaries: []report.Shard{
+		{Variant: report.Pristine, Binary: k.PristineBinary, Build: "carry build --kcp-source <kcp v0.32.3> --cmd cmd/kcp --pristine"},
+		{Variant: report.Patched, Binary: k.PatchedBinary, Build: "carry build --kcp-source <kcp v0.32.3> --cmd cmd/kcp"},
 	}}
 	load := o.duelLoad()
 	load.Logf = k.HammerLogf
 	out.Duel.Load = loadOf(load)
 	for _, x := range []struct {
 		s   *kcpSlot
-		out *duel.Run
+		out *report.Run
 	}{{pristine, &out.Duel.Pristine}, {patched, &out.Duel.Patched}} {
 		clusters, err := x.s.fresh(ctx, len(o.Clusters))
 		if err != nil {
@@ -202,12 +202,12 @@ func RunKCP(ctx context.Context, o Options, k KCPOptions) (*duel.RealKCP, error)
 }
 
 // runOnKCP runs a load against the slot's kcp and files it.
-func runOnKCP(ctx context.Context, s *kcpSlot, what string, load hammer.Options, logf func(string, ...any)) (duel.Run, error) {
+func runOnKCP(ctx context.Context, s *kcpSlot, what string, load hammer.Options, logf func(string, ...any)) (report.Run, error) {
 	load.Config = s.srv.Config()
 	load.ServerExited = s.srv.Done()
 	rep, err := hammer.Run(ctx, load)
 	if err != nil {
-		return duel.Run{}, fmt.Errorf("%s, %s kcp: %w", what, s.variant, err)
+		return report.Run{}, fmt.Errorf("%s, %s kcp: %w", what, s.variant, err)
 	}
 	var fatal *server.Fatal
 	if rep.Death.Died || s.srv.Died() {
@@ -216,10 +216,10 @@ func runOnKCP(ctx context.Context, s *kcpSlot, what string, load hammer.Options,
 			fatal = s.srv.Fatal()
 		case <-time.After(deathGrace):
 		case <-ctx.Done():
-			return duel.Run{}, ctx.Err()
+			return report.Run{}, ctx.Err()
 		}
 	} else if rep.Error != "" {
-		return duel.Run{}, fmt.Errorf("%s, %s kcp: the hammer failed: %s", what, s.variant, rep.Error)
+		return report.Run{}, fmt.Errorf("%s, %s kcp: the hammer failed: %s", what, s.variant, rep.Error)
 	}
 	r := runOf(s.variant, rep, fatal, true)
 	if logf != nil {
@@ -229,8 +229,8 @@ func runOnKCP(ctx context.Context, s *kcpSlot, what string, load hammer.Options,
 }
 
 // measureRatios measures one ratio per annotation count.
-func measureRatios(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions) ([]duel.KCPRatio, error) {
-	var out []duel.KCPRatio
+func measureRatios(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions) ([]report.KCPRatio, error) {
+	var out []report.KCPRatio
 	for _, annotations := range k.Ratio.Annotations {
 		r, err := measureRatio(ctx, pristine, patched, k, annotations)
 		if err != nil {
@@ -243,10 +243,10 @@ func measureRatios(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions
 
 // measureRatio starts both kcps fresh, seeds the same objects, each with
 // annotations extra annotations, into both, and runs the rounds.
-func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions, annotations int) (*duel.KCPRatio, error) {
+func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions, annotations int) (*report.KCPRatio, error) {
 	ro := k.Ratio
 	perCluster := (ro.Objects + ro.Workspaces - 1) / ro.Workspaces
-	out := &duel.KCPRatio{Objects: perCluster * ro.Workspaces, Workspaces: ro.Workspaces, Annotations: annotations, Lister: ro.Lister.Name(), Bound: ro.Duration}
+	out := &report.KCPRatio{Objects: perCluster * ro.Workspaces, Workspaces: ro.Workspaces, Annotations: annotations, Lister: ro.Lister.Name(), Bound: ro.Duration}
 	seed := hammer.DefaultOptions()
 	seed.Resources = []hammer.Resource{hammer.ClusterRoles}
 	seed.Objects = perCluster
@@ -283,9 +283,9 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions,
 		if i%2 == 1 {
 			order[0], order[1] = order[1], order[0]
 		}
-		rd := duel.KCPRound{First: order[0].variant}
-		partial := map[string]duel.Rated{}
-		full := map[string]duel.Rated{}
+		rd := report.KCPRound{First: order[0].variant}
+		partial := map[string]report.Rated{}
+		full := map[string]report.Rated{}
 		for _, s := range order {
 			p, err := partialRate(ctx, s, ro, k.HammerLogf)
 			if err != nil {
@@ -297,22 +297,21 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions,
 			}
 			partial[s.variant], full[s.variant] = p, f
 		}
-		rd.Partial = duel.NewRatePair(partial[duel.Pristine], partial[duel.Patched])
-		rd.Full = duel.NewRatePair(full[duel.Pristine], full[duel.Patched])
+		rd.Partial = report.RatePair{Pristine: partial[report.Pristine], Patched: partial[report.Patched]}
+		rd.Full = report.RatePair{Pristine: full[report.Pristine], Patched: full[report.Patched]}
 		if k.Logf != nil {
 			k.Logf("evidence: kcp round %d, %d annotations (%s first): partial %.1f / %.1f LIST/s = %.3f, full %.1f / %.1f LIST/s = %.3f", i+1, annotations, rd.First,
-				rd.Partial.Patched.ListsPerSecond, rd.Partial.Pristine.ListsPerSecond, rd.Partial.Ratio,
-				rd.Full.Patched.ListsPerSecond, rd.Full.Pristine.ListsPerSecond, rd.Full.Ratio)
+				rd.Partial.Patched.ListsPerSecond(), rd.Partial.Pristine.ListsPerSecond(), rd.Partial.Ratio(),
+				rd.Full.Patched.ListsPerSecond(), rd.Full.Pristine.ListsPerSecond(), rd.Full.Ratio())
 		}
 		out.Rounds = append(out.Rounds, rd)
 	}
-	out.Summarize()
 	return out, nil
 }
 
 // partialRate is one hammer lister of the wildcard partial-metadata LIST,
 // nothing else, for ro.Duration.
-func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf func(string, ...any)) (duel.Rated, error) {
+func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf func(string, ...any)) (report.Rated, error) {
 	h := hammer.DefaultOptions()
 	h.Config = s.srv.Config()
 	h.ServerExited = s.srv.Done()
@@ -327,21 +326,21 @@ func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf fu
 	h.Logf = hammerLogf
 	rep, err := hammer.Run(ctx, h)
 	if err != nil {
-		return duel.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %w", s.variant, err)
+		return report.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %w", s.variant, err)
 	}
 	if rep.Death.Died || rep.Error != "" {
-		return duel.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
+		return report.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
 	}
-	return duel.NewRated(rep.Timeline.Lists(), rep.Failed, rep.LoadElapsed), nil
+	return report.Rated{Lists: rep.Timeline.Lists(), Failed: rep.Failed, Elapsed: rep.LoadElapsed}, nil
 }
 
 // fullRate is one client's wildcard full-object LISTs of the ClusterRoles
 // (plain JSON, the same resourceVersion), read to the end, for ro.Duration.
-func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (duel.Rated, error) {
+func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (report.Rated, error) {
 	cfg := s.srv.Config()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return duel.Rated{}, err
+		return report.Rated{}, err
 	}
 	// The partial LIST's shape, asking for full objects.
 	full := ro.Lister
@@ -354,18 +353,18 @@ func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (duel.Rated, err
 	start := time.Now()
 	for time.Since(start) < ro.Duration {
 		if err := ctx.Err(); err != nil {
-			return duel.Rated{}, err
+			return report.Rated{}, err
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return duel.Rated{}, err
+			return report.Rated{}, err
 		}
 		req.Header.Set("Accept", full.AcceptHeader())
 		resp, err := hc.Do(req)
 		if err != nil {
 			failed++
 			if s.srv.Died() {
-				return duel.Rated{}, fmt.Errorf("full-object LISTs: the %s kcp died", s.variant)
+				return report.Rated{}, fmt.Errorf("full-object LISTs: the %s kcp died", s.variant)
 			}
 			continue
 		}
@@ -377,5 +376,5 @@ func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (duel.Rated, err
 		}
 		lists++
 	}
-	return duel.NewRated(lists, failed, time.Since(start)), nil
+	return report.Rated{Lists: lists, Failed: failed, Elapsed: time.Since(start)}, nil
 }

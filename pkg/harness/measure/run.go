@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
@@ -29,12 +29,12 @@ const deathGrace = 30 * time.Second
 // for what made the measurement impossible (a shard that does not build or
 // start, a hammer that cannot seed); what happened to the shards is in the
 // report.
-func Run(ctx context.Context, o Options) (*duel.Report, error) {
+func Run(ctx context.Context, o Options) (*report.Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	rep := &duel.Report{Schema: duel.Schema, Started: start}
+	rep := &report.Report{Schema: report.Schema, Started: start}
 	rep.Setup = setup(&o)
 
 	m := &measurer{o: &o}
@@ -46,14 +46,14 @@ func Run(ctx context.Context, o Options) (*duel.Report, error) {
 	if m.patched, err = newSlot(ctx, &o, false); err != nil {
 		return nil, err
 	}
-	rep.Setup.Shards = []duel.Shard{m.pristine.shard, m.patched.shard}
+	rep.Setup.Shards = []report.Shard{m.pristine.shard, m.patched.shard}
 
 	// The duel: each shard fresh, the full load.
 	load := o.duelLoad()
 	rep.Duel.Load = loadOf(load)
 	for _, x := range []struct {
 		s   *slot
-		out *duel.Run
+		out *report.Run
 	}{{m.pristine, &rep.Duel.Pristine}, {m.patched, &rep.Duel.Patched}} {
 		if err := x.s.restart(ctx); err != nil {
 			return nil, err
@@ -75,7 +75,7 @@ func Run(ctx context.Context, o Options) (*duel.Report, error) {
 	one := o.stepLoad(1)
 	rep.SingleLister.Load = loadOf(one)
 	for i := 0; i < o.Rounds; i++ {
-		var rd duel.Round
+		var rd report.Round
 		order := []*slot{m.pristine, m.patched}
 		if i%2 == 1 {
 			order[0], order[1] = order[1], order[0]
@@ -92,15 +92,12 @@ func Run(ctx context.Context, o Options) (*duel.Report, error) {
 			}
 		}
 		rep.SingleLister.Rounds = append(rep.SingleLister.Rounds, rd)
-		rep.SingleLister.Pristine.Add(rd.Pristine)
-		rep.SingleLister.Patched.Add(rd.Patched)
 	}
-	rep.SingleLister.Ratio = duel.Ratio(rep.SingleLister.Patched, rep.SingleLister.Pristine)
 
 	// Listers only, more at each step.
 	rep.Scaling.Load = loadOf(o.stepLoad(1))
 	for _, n := range o.Steps {
-		st := duel.Step{Listers: n}
+		st := report.Step{Listers: n}
 		load := o.stepLoad(n)
 		what := fmt.Sprintf("%d %s", n, plural(n, "lister", "listers"))
 		if st.Patched, err = m.run(ctx, m.patched, what, load, false); err != nil {
@@ -115,9 +112,6 @@ func Run(ctx context.Context, o Options) (*duel.Report, error) {
 	rep.Notes = notes(rep)
 	rep.Setup.LoadAvgAfter = loadAvg()
 	rep.Elapsed = time.Since(start)
-	if err := rep.Check(); err != nil {
-		return nil, fmt.Errorf("the report does not add up (a bug): %w", err)
-	}
 	return rep, nil
 }
 
@@ -143,19 +137,19 @@ func (m *measurer) logf(format string, args ...any) {
 
 // run runs load against the slot's shard (starting one if there is none)
 // and files the outcome; withTimeline keeps the per-second LISTs.
-func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Options, withTimeline bool) (duel.Run, error) {
+func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Options, withTimeline bool) (report.Run, error) {
 	sh, err := s.get(ctx)
 	if err != nil {
-		return duel.Run{}, err
+		return report.Run{}, err
 	}
 	load.Config = sh.Config()
 	load.ServerExited = sh.Done()
 	rep, err := hammer.Run(ctx, load)
 	if err != nil {
-		return duel.Run{}, fmt.Errorf("%s, %s shard: %w", what, s.variant, err)
+		return report.Run{}, fmt.Errorf("%s, %s shard: %w", what, s.variant, err)
 	}
 	if ctx.Err() != nil {
-		return duel.Run{}, ctx.Err()
+		return report.Run{}, ctx.Err()
 	}
 	died := rep.Death.Died || sh.Died()
 	var fatal *server.Fatal
@@ -165,11 +159,11 @@ func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Op
 			fatal = sh.Fatal()
 		case <-time.After(deathGrace):
 		case <-ctx.Done():
-			return duel.Run{}, ctx.Err()
+			return report.Run{}, ctx.Err()
 		}
 		s.stop() // a shard that stopped answering but did not exit goes too
 	} else if rep.Error != "" {
-		return duel.Run{}, fmt.Errorf("%s, %s shard: the hammer failed: %s", what, s.variant, rep.Error)
+		return report.Run{}, fmt.Errorf("%s, %s shard: the hammer failed: %s", what, s.variant, rep.Error)
 	}
 	r := runOf(s.variant, rep, fatal, withTimeline)
 	m.logf("evidence: %-26s %-8s %s", what, s.variant, describeRun(r))
@@ -177,14 +171,14 @@ func (m *measurer) run(ctx context.Context, s *slot, what string, load hammer.Op
 }
 
 // describeRun is the log line of a run.
-func describeRun(r duel.Run) string {
-	s := fmt.Sprintf("%7.0f LIST/s, %d requests in %s", r.ListsPerSecond, r.Requests, r.LoadElapsed.Round(10*time.Millisecond))
+func describeRun(r report.Run) string {
+	s := fmt.Sprintf("%7.0f LIST/s, %d requests in %s", r.ListsPerSecond(), r.Requests, r.LoadElapsed.Round(10*time.Millisecond))
 	if r.Died {
 		s += fmt.Sprintf(", DIED %s into the %s", r.TimeToDeath.Round(10*time.Millisecond), r.DeathPhase)
 		if r.Fatal != nil {
 			s += ": " + r.Fatal.Signature
 			if r.Fatal.Where != "" {
-				s += " in " + duel.ShortFunc(r.Fatal.Where)
+				s += " in " + report.ShortFunc(r.Fatal.Where)
 			}
 		}
 	}
@@ -198,8 +192,8 @@ func describeRun(r duel.Run) string {
 }
 
 // runOf files a hammer report.
-func runOf(variant string, rep *hammer.Report, fatal *server.Fatal, withTimeline bool) duel.Run {
-	r := duel.Run{
+func runOf(variant string, rep *hammer.Report, fatal *server.Fatal, withTimeline bool) report.Run {
+	r := report.Run{
 		Variant:     variant,
 		Requests:    rep.Requests,
 		Failed:      rep.Failed,
@@ -220,9 +214,8 @@ func runOf(variant string, rep *hammer.Report, fatal *server.Fatal, withTimeline
 			r.Alive = 0
 		}
 	}
-	r.ListsPerSecond = duel.Rate(r.Lists, r.Alive)
 	if fatal != nil {
-		f := &duel.Fatal{Signature: fatal.Signature}
+		f := &report.Fatal{Signature: fatal.Signature}
 		for _, fr := range fatal.Frames {
 			s := fr.Func
 			if fr.File != "" {
@@ -238,7 +231,7 @@ func runOf(variant string, rep *hammer.Report, fatal *server.Fatal, withTimeline
 	}
 	if withTimeline && rep.Timeline != nil {
 		for _, b := range rep.Timeline.Buckets {
-			r.Timeline = append(r.Timeline, duel.Second{Second: b.Second, Span: b.Span, Lists: b.Lists, Errors: b.Errors})
+			r.Timeline = append(r.Timeline, report.Second{Second: b.Second, Span: b.Span, Lists: b.Lists, Errors: b.Errors})
 		}
 	}
 	return r
@@ -256,8 +249,8 @@ func runtimeFrame(fn string) bool {
 }
 
 // loadOf describes a load.
-func loadOf(h hammer.Options) duel.Load {
-	l := duel.Load{Watchers: h.Watchers, Writers: h.Writers, Bound: h.Duration, Budget: h.MaxRequests}
+func loadOf(h hammer.Options) report.Load {
+	l := report.Load{Watchers: h.Watchers, Writers: h.Writers, Bound: h.Duration, Budget: h.MaxRequests}
 	if h.Writers > 0 {
 		l.WriteMode = string(h.WriteMode)
 	}
@@ -268,19 +261,19 @@ func loadOf(h hammer.Options) duel.Load {
 }
 
 // notes are the anomalies a reader must know about.
-func notes(rep *duel.Report) []string {
+func notes(rep *report.Report) []string {
 	var out []string
 	if p := rep.Duel.Pristine; !p.Died {
-		out = append(out, fmt.Sprintf("The pristine shard survived the duel's %s: this run did not reproduce the crash (the live suite's control allows 30 s).", duel.Seconds(p.LoadElapsed)))
+		out = append(out, fmt.Sprintf("The pristine shard survived the duel's %s: this run did not reproduce the crash (the live suite's control allows 30 s).", report.Seconds(p.LoadElapsed)))
 	}
 	if p := rep.Duel.Patched; p.Died {
-		out = append(out, fmt.Sprintf("The patched shard DIED %s into the duel: %s.", duel.Seconds(p.TimeToDeath), p.Fatal.Markdown()))
+		out = append(out, fmt.Sprintf("The patched shard DIED %s into the duel: %s.", report.Seconds(p.TimeToDeath), p.Fatal.Markdown()))
 	} else if p.Verdict != "clean" {
 		out = append(out, fmt.Sprintf("The hammer's verdict on the patched shard in the duel: %s.", p.Verdict))
 	}
 	var patched5xx int64
 	patchedDeaths := 0
-	add := func(r duel.Run) {
+	add := func(r report.Run) {
 		patched5xx += r.Server5xx
 		if r.Died {
 			patchedDeaths++
@@ -298,15 +291,15 @@ func notes(rep *duel.Report) []string {
 	if patchedDeaths > 0 {
 		out = append(out, fmt.Sprintf("The patched shard died in %d single-lister or scaling runs.", patchedDeaths))
 	}
-	if d := rep.SingleLister.Pristine.Deaths; d > 0 {
-		out = append(out, fmt.Sprintf("The pristine shard died in %d of %d single-lister rounds: one lister should not kill it.", d, len(rep.SingleLister.Rounds)))
+	if pristine, _ := rep.SingleLister.Totals(); pristine.Deaths > 0 {
+		out = append(out, fmt.Sprintf("The pristine shard died in %d of %d single-lister rounds: one lister should not kill it.", pristine.Deaths, len(rep.SingleLister.Rounds)))
 	}
 	return out
 }
 
 // setup records where the measurements run.
-func setup(o *Options) duel.Setup {
-	s := duel.Setup{
+func setup(o *Options) report.Setup {
+	s := report.Setup{
 		Commit:    commit(o.Root),
 		Note:      strings.TrimSpace(o.Note),
 		Command:   o.Command,
@@ -359,17 +352,17 @@ func loadAvg() string {
 type slot struct {
 	o       *Options
 	variant string
-	shard   duel.Shard
+	shard   report.Shard
 	binary  string
 	cur     *server.Shard
 }
 
 func newSlot(ctx context.Context, o *Options, pristine bool) (*slot, error) {
-	s := &slot{o: o, variant: duel.Patched}
+	s := &slot{o: o, variant: report.Patched}
 	given := o.PatchedBinary
 	v := server.ShardBuild{Pristine: pristine}
 	if pristine {
-		s.variant, given = duel.Pristine, o.PristineBinary
+		s.variant, given = report.Pristine, o.PristineBinary
 	}
 	switch {
 	case given != "":

@@ -1,15 +1,15 @@
-package hammer
+package checks
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
 
-// Scopes of a mixed-watchers watch, as they appear in check (d)'s values.
+// Scopes of a mixed-watchers watch, as they appear in check (d)'s values
+// and the hammer's operation names.
 const (
-	mixedWildcard      = "wildcard"
-	mixedSingleCluster = "single-cluster"
+	WildcardScope      = "wildcard"
+	SingleClusterScope = "single-cluster"
 )
 
 // mixedWatchCheck is check (d): wildcard and single-cluster partial-metadata
@@ -23,44 +23,39 @@ const (
 // single-cluster event may carry the key.
 type mixedWatchCheck struct{ tally }
 
-func newMixedWatchCheck() *mixedWatchCheck { return &mixedWatchCheck{} }
-
-func (m *mixedWatchCheck) Info() CheckInfo {
-	return CheckInfo{ID: "d", Name: CheckMixedWatchers,
+func (m *mixedWatchCheck) Info() Info {
+	return Info{ID: "d", Name: MixedWatchers,
 		What: "with --mixed-watchers: wildcard and single-cluster partial-metadata watches of the same resource, " +
 			"open at the same time, each get their own answer (wildcard events as check (a) asks, " +
 			"single-cluster events no kcp.io/original-api-version)"}
 }
 
-func (m *mixedWatchCheck) observePartial(s seenPartial) {
-	if s.worker != mixedWatcherWorker {
+func (m *mixedWatchCheck) ObservePartial(s Partial) {
+	if s.Worker != MixedWatcher {
 		return
 	}
-	got := s.meta.Annotations.OriginalAPIVersion
-	scope := mixedSingleCluster
-	shown, want, ok := missingValue, noAnnotation, got == nil
+	got := s.OriginalAPIVersion
+	scope := SingleClusterScope
+	shown, want, ok := MissingValue, noAnnotation, got == nil
 	if got != nil {
 		shown = strconv.Quote(*got)
 	}
-	if s.cluster == "*" {
-		scope = mixedWildcard
-		shown, want, ok = s.res.judgeWildcardItem(got)
+	if s.Cluster == "*" {
+		scope = WildcardScope
+		shown, want, ok = s.Want.Judge(got)
 	}
-	m.add(scope+": "+shown, ok, func() string {
-		return fmt.Sprintf("%s: %s %s: %s=%s, want %s",
-			s.op, s.res.Resource, describePartial(s.meta), OriginalAPIVersionAnnotation, shown, want)
-	})
+	m.add(scope+": "+shown, ok, func() string { return s.sample(shown, want) })
 }
 
-func (m *mixedWatchCheck) Result(obs *observations) CheckResult {
+func (m *mixedWatchCheck) Result(obs *Observations) Result {
 	r := m.result()
 	r.Enabled = true
 	switch {
-	case obs.probe:
+	case obs.Probe:
 		r.Enabled, r.Ran, r.Note = false, false, "not run in a probe"
-	case obs.opts.MixedWatchers == 0:
+	case obs.MixedWatchers == 0:
 		r.Enabled, r.Ran, r.Note = false, false, "no --mixed-watchers"
-	case !obs.loaded:
+	case !obs.Loaded:
 		r.Ran, r.Note = false, "the load did not run"
 	case r.Checked == 0:
 		r.Note = "the mixed watchers received no event"
@@ -70,10 +65,10 @@ func (m *mixedWatchCheck) Result(obs *observations) CheckResult {
 
 // SingleClusterAnnotated counts the single-cluster events of check (d) that
 // carried kcp.io/original-api-version: an answer meant for a wildcard watcher.
-func (c CheckResult) SingleClusterAnnotated() int64 {
+func (c Result) SingleClusterAnnotated() int64 {
 	var n int64
 	for k, v := range c.Values {
-		if strings.HasPrefix(k, mixedSingleCluster+": ") && k != mixedSingleCluster+": "+missingValue {
+		if strings.HasPrefix(k, SingleClusterScope+": ") && k != SingleClusterScope+": "+MissingValue {
 			n += v
 		}
 	}

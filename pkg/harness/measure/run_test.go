@@ -1,4 +1,4 @@
-package evidence
+package measure
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/internal/testreport"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
@@ -58,7 +60,9 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		t.Logf("the pristine shard died %s into the duel: %s", p.TimeToDeath, p.Fatal.Markdown())
 	}
-	if s := rep.SingleLister; len(s.Rounds) != 2 || s.Pristine.Deaths > 0 || s.Patched.Deaths > 0 || s.Ratio <= 0 {
+	if s := rep.SingleLister; len(s.Rounds) != 2 || s.Ratio() <= 0 {
+		t.Errorf("single lister: %+v", s)
+	} else if pristine, patched := s.Totals(); pristine.Deaths > 0 || patched.Deaths > 0 {
 		t.Errorf("single lister: %+v", s)
 	}
 	if n := len(rep.Scaling.Steps); n != 2 {
@@ -80,20 +84,20 @@ func TestRunEndToEnd(t *testing.T) {
 	if err := Write(dir, rep); err != nil {
 		t.Fatal(err)
 	}
-	back, err := duel.Read(filepath.Join(dir, DuelFile))
+	back, err := report.Read(filepath.Join(dir, report.DuelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.Duel.Patched.Lists != d.Patched.Lists {
 		t.Errorf("duel.json: %d patched lists, the report %d", back.Duel.Patched.Lists, d.Patched.Lists)
 	}
-	svg, err := os.ReadFile(filepath.Join(dir, ChartFile))
+	svg, err := os.ReadFile(filepath.Join(dir, report.ChartFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths, _ := parseSVG(t, svg)
-	for _, c := range []string{hex(PristineColor), hex(PatchedColor)} {
-		if len(longest(paths, c).xs) < 3 {
+	paths, _ := testreport.ParseSVG(t, svg)
+	for _, c := range []string{testreport.Hex(chart.PristineColor), testreport.Hex(chart.PatchedColor)} {
+		if len(testreport.Longest(paths, c).Xs) < 3 {
 			t.Errorf("the chart has no series line in %s", c)
 		}
 	}

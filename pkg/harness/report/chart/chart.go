@@ -1,4 +1,7 @@
-package evidence
+// Package chart draws the report's charts as SVG (gonum/plot). It is apart
+// from pkg/harness/report so that the carry CLI, which reads reports, does
+// not link a plotting library.
+package chart
 
 import (
 	"errors"
@@ -14,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/duel"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
 // Series colors of the chart (also what its test looks for).
@@ -23,41 +26,41 @@ var (
 	PatchedColor  = color.RGBA{R: 0x1F, G: 0x77, B: 0xB4, A: 0xFF} // blue
 )
 
-// Chart size.
+// Size of every chart.
 const (
-	chartWidth  = 8 * vg.Inch
-	chartHeight = 4.5 * vg.Inch
+	Width  = 8 * vg.Inch
+	Height = 4.5 * vg.Inch
 )
 
 // minSpan is the shortest last piece of a second the chart draws: the rate
 // of a few milliseconds (the load's last moment) says nothing.
 const minSpan = 250 * time.Millisecond
 
-// WriteChart draws the duel's successful LISTs per second over time, one
+// WriteDuel draws the duel's successful LISTs per second over time, one
 // step line per shard, as SVG. The pristine line ends where its shard died,
 // marked with a cross.
-func WriteChart(w io.Writer, rep *duel.Report) error {
+func WriteDuel(w io.Writer, rep *report.Report) error {
 	return writeDuelChart(w, rep.Duel, "pristine fork", "with the carry", "")
 }
 
-// WriteKCPChart is WriteChart for the duel on real kcp.
-func WriteKCPChart(w io.Writer, k *duel.RealKCP) error {
+// WriteKCPDuel is WriteDuel for the duel on real kcp.
+func WriteKCPDuel(w io.Writer, k *report.RealKCP) error {
 	return writeDuelChart(w, k.Duel, "stock kcp v0.32.3", "kcp v0.32.3 with the carry", " on real kcp")
 }
 
-func writeDuelChart(w io.Writer, d duel.Duel, pristineName, patchedName, where string) error {
+func writeDuelChart(w io.Writer, d report.Duel, pristineName, patchedName, where string) error {
 	p, err := newChart(d, pristineName, patchedName, where)
 	if err != nil {
 		return err
 	}
-	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(margin(draw.New(c)))
+	c := vgsvg.New(Width, Height)
+	p.Draw(Margin(draw.New(c)))
 	_, err = c.WriteTo(w)
 	return err
 }
 
 // newChart is the duel's chart, for any backend.
-func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot, error) {
+func newChart(d report.Duel, pristineName, patchedName, where string) (*plot.Plot, error) {
 	pristine, patched := chartPoints(d.Pristine), chartPoints(d.Patched)
 	if len(pristine) == 0 && len(patched) == 0 {
 		return nil, errors.New("the duel has no timeline to chart")
@@ -79,13 +82,13 @@ func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot,
 	p.X.Min, p.X.Max = 0, xmax
 	// Headroom for the legend above the lines.
 	p.Y.Min, p.Y.Max = 0, max(1, top*1.35)
-	p.Y.Tick.Marker = wholeTicks{}
+	p.Y.Tick.Marker = WholeTicks{}
 
 	for _, s := range []struct {
 		pts   plotter.XYs
 		name  string
 		color color.Color
-		run   duel.Run
+		run   report.Run
 	}{
 		{pristine, pristineName, PristineColor, d.Pristine},
 		{patched, patchedName, PatchedColor, d.Patched},
@@ -103,12 +106,12 @@ func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot,
 		p.Add(line)
 		label := s.name
 		if s.run.Died {
-			label += fmt.Sprintf(": died at %s", duel.Seconds(s.run.TimeToDeath))
+			label += fmt.Sprintf(": died at %s", report.Seconds(s.run.TimeToDeath))
 			if s.run.Fatal != nil {
 				label += " (" + s.run.Fatal.Signature + ")"
 			}
 		} else {
-			label += fmt.Sprintf(": alive after %s", duel.Seconds(s.run.LoadElapsed))
+			label += fmt.Sprintf(": alive after %s", report.Seconds(s.run.LoadElapsed))
 		}
 		p.Legend.Add(label, line)
 		if s.run.Died {
@@ -130,10 +133,11 @@ func newChart(d duel.Duel, pristineName, patchedName, where string) (*plot.Plot,
 	return p, nil
 }
 
-// wholeTicks are plot.DefaultTicks labelled without decimals.
-type wholeTicks struct{}
+// WholeTicks are plot.DefaultTicks labelled without decimals.
+type WholeTicks struct{}
 
-func (wholeTicks) Ticks(min, max float64) []plot.Tick {
+// Ticks labels plot.DefaultTicks without decimals.
+func (WholeTicks) Ticks(min, max float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(min, max)
 	for i := range ts {
 		if ts[i].Label != "" {
@@ -143,8 +147,8 @@ func (wholeTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-// margin keeps the plot off the image's edges.
-func margin(c draw.Canvas) draw.Canvas {
+// Margin keeps the plot off the image's edges.
+func Margin(c draw.Canvas) draw.Canvas {
 	return draw.Crop(c, vg.Points(6), -vg.Points(10), vg.Points(4), -vg.Points(8))
 }
 
@@ -152,7 +156,7 @@ func margin(c draw.Canvas) draw.Canvas {
 // its start, over the part of the second the shard was alive, and a last
 // point where the line ends (the end of the load, or the shard's death). A
 // last piece of a second shorter than minSpan keeps the rate before it.
-func chartPoints(r duel.Run) plotter.XYs {
+func chartPoints(r report.Run) plotter.XYs {
 	var pts plotter.XYs
 	end := time.Duration(0)
 	for _, s := range r.Timeline {
@@ -174,6 +178,6 @@ func chartPoints(r duel.Run) plotter.XYs {
 }
 
 // plainLoad is the load in a few words for the title.
-func plainLoad(l duel.Load) string {
+func plainLoad(l report.Load) string {
 	return fmt.Sprintf("%d listers, %d watchers, %d writers, one shard at a time", len(l.Listers), l.Watchers, l.Writers)
 }
