@@ -7,20 +7,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
@@ -31,21 +27,13 @@ func main() {
 		os.Exit(2)
 	}
 	c, err := parseArgs(os.Args[1:], root, os.Stderr)
-	if errors.Is(err, pflag.ErrHelp) {
-		os.Exit(0)
+	if err == nil {
+		c.Options.Command = "evidence"
+		for _, a := range os.Args[1:] {
+			c.Options.Command += " " + shellQuote(a)
+		}
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "evidence: %v\n(see evidence --help)\n", err)
-		os.Exit(2)
-	}
-	c.Options.Command = "evidence"
-	for _, a := range os.Args[1:] {
-		c.Options.Command += " " + shellQuote(a)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := c.Run(ctx, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	cmdline.Exit("evidence", c, err, 2)
 }
 
 // Run measures (or, with --render-only, only renders) and writes the report;

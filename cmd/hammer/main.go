@@ -7,29 +7,13 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-
-	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 )
 
 func main() {
 	o, err := parseArgs(os.Args[1:], os.Stderr)
-	if errors.Is(err, pflag.ErrHelp) {
-		os.Exit(hammer.ExitClean)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "hammer: %v\n(see hammer --help)\n", err)
-		os.Exit(hammer.ExitUsage)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := o.Run(ctx, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	cmdline.Exit("hammer", o, err, hammer.ExitUsage)
 }

@@ -6,27 +6,12 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/spf13/pflag"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 )
 
 func main() {
 	o, err := parseArgs(os.Args[1:], os.Stderr)
-	if errors.Is(err, pflag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "soak: %v\n(see soak --help)\n", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := o.Run(ctx, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	cmdline.Exit("soak", o, err, 2)
 }

@@ -4,8 +4,13 @@
 package cmdline
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/pflag"
 )
@@ -45,4 +50,30 @@ func Parse(name string, o Options, args []string, usageHead string, stderr io.Wr
 		return err
 	}
 	return o.Validate()
+}
+
+// Runner is a parsed command: Run does the work and returns the exit code.
+type Runner interface {
+	Run(ctx context.Context, stdout, stderr io.Writer) int
+}
+
+// Exit ends the main of command name with what Parse returned: 0 for --help,
+// usageCode with the error and a pointer to --help for any other parse error;
+// otherwise it runs r until SIGINT or SIGTERM cancels its context, and exits
+// with r's code.
+func Exit(name string, r Runner, parseErr error, usageCode int) {
+	os.Exit(run(name, r, parseErr, usageCode, os.Stdout, os.Stderr))
+}
+
+func run(name string, r Runner, parseErr error, usageCode int, stdout, stderr io.Writer) int {
+	if errors.Is(parseErr, pflag.ErrHelp) {
+		return 0
+	}
+	if parseErr != nil {
+		fmt.Fprintf(stderr, "%s: %v\n(see %s --help)\n", name, parseErr, name)
+		return usageCode
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return r.Run(ctx, stdout, stderr)
 }

@@ -1,7 +1,9 @@
 package cmdline
 
 import (
+	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -54,5 +56,37 @@ func TestParse(t *testing.T) {
 	if err := Parse("t", &testOptions{}, []string{"--help"}, "Usage: t [flags]\n", &help); !errors.Is(err, pflag.ErrHelp) ||
 		!strings.HasPrefix(help.String(), "Usage: t [flags]\n") || !strings.Contains(help.String(), "--n int") {
 		t.Errorf("--help: %v\n%s", err, help.String())
+	}
+}
+
+type codeRunner int
+
+func (c codeRunner) Run(ctx context.Context, stdout, stderr io.Writer) int {
+	if ctx.Err() != nil {
+		return -1
+	}
+	return int(c)
+}
+
+func TestRun(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		parseErr error
+		want     int
+		stderr   string
+	}{
+		{"help", pflag.ErrHelp, 0, ""},
+		{"usage", errors.New("--n: must not be negative"), 7, "cmd: --n: must not be negative\n(see cmd --help)\n"},
+		{"run", nil, 3, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			if got := run("cmd", codeRunner(3), tc.parseErr, 7, &stdout, &stderr); got != tc.want {
+				t.Errorf("exit code %d, want %d", got, tc.want)
+			}
+			if stderr.String() != tc.stderr {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
+			}
+		})
 	}
 }
