@@ -43,25 +43,19 @@ func (b Bucket) ListsPerSecond() float64 {
 }
 
 // Lists is the number of successful LIST requests of the whole timeline.
-func (t *Timeline) Lists() int64 {
-	if t == nil {
-		return 0
-	}
-	var n int64
-	for _, b := range t.Buckets {
-		n += b.Lists
-	}
-	return n
-}
+func (t *Timeline) Lists() int64 { return t.total(func(b Bucket) int64 { return b.Lists }) }
 
 // Errors is the number of failed requests of the whole timeline.
-func (t *Timeline) Errors() int64 {
+func (t *Timeline) Errors() int64 { return t.total(func(b Bucket) int64 { return b.Errors }) }
+
+// total sums one count over the buckets of a timeline (0 for none).
+func (t *Timeline) total(count func(Bucket) int64) int64 {
 	if t == nil {
 		return 0
 	}
 	var n int64
 	for _, b := range t.Buckets {
-		n += b.Errors
+		n += count(b)
 	}
 	return n
 }
