@@ -8,7 +8,7 @@ CARRY := bin/carry
 # see; a cached pass would prove nothing about this machine or this build.
 GO_TEST_FLAGS ?= -timeout 60m -count=1
 
-.PHONY: all carry overlay build kcp kcp-main kcp-e2e sharded image verify test test-kcp-main test-sharded pins bench evidence soak clean
+.PHONY: all carry overlay build kcp kcp-main kcp-main-carried kcp-e2e sharded sharded-carried image verify test test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -46,12 +46,19 @@ endif
 # kcp's sharded servers from KCP_SOURCE, with the carry (bin/kcp,
 # bin/kcp-front-proxy, bin/cache-server, bin/virtual-workspaces) and stock
 # (the same with -pristine): what `make test-sharded` runs.
-SHARDED_CMDS := --cmd cmd/kcp --cmd cmd/kcp-front-proxy --cmd cmd/cache-server --cmd cmd/virtual-workspaces
+SHARDED_EXTRA_CMDS := --cmd cmd/kcp-front-proxy --cmd cmd/cache-server --cmd cmd/virtual-workspaces
+SHARDED_CMDS := --cmd cmd/kcp $(SHARDED_EXTRA_CMDS)
 sharded: overlay
 	@test -n "$(KCP_SOURCE)" || { echo "make sharded: set KCP_SOURCE=<kcp source tree> (e.g. ../shared/kcp/kcp-v0.32.3.tar.gz, extracted)" >&2; exit 1; }
 	@test -d "$(KCP_SOURCE)" || { echo "make: KCP_SOURCE=$(KCP_SOURCE) is not a directory" >&2; exit 1; }
 	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS)
 	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS) --pristine
+
+# The carried sharded servers beside make kcp's bin/kcp: what the reduced
+# form (SHARDED_REDUCED=1, in make test) runs.
+sharded-carried: kcp
+	@test -n "$(KCP_SOURCE)" || { echo "make sharded-carried: set KCP_SOURCE=<kcp source tree>" >&2; exit 1; }
+	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_EXTRA_CMDS)
 
 # The carry in kcp's sharded topology (test/sharded): two shards, the cache
 # server, a virtual-workspaces server per shard and the front-proxy, carried
@@ -69,10 +76,7 @@ KCP_MAIN_SOURCE ?=
 KCP_MAIN_VERSION ?=
 KCP_MAIN_BIN := bin/kcp-main
 export KCP_MAIN_SOURCE
-kcp-main: overlay
-	@test -d "$(KCP_MAIN_SOURCE)" || { echo "make: KCP_MAIN_SOURCE=$(KCP_MAIN_SOURCE) is not a directory (a kcp main tree)" >&2; exit 1; }
-	$(CARRY) pins --kcp-source "$(KCP_MAIN_SOURCE)"
-	$(CARRY) build --kcp-source "$(KCP_MAIN_SOURCE)" --cmd cmd/kcp --out $(KCP_MAIN_BIN) $(if $(KCP_MAIN_VERSION),--kcp-version $(KCP_MAIN_VERSION))
+kcp-main: kcp-main-carried
 	$(CARRY) build --kcp-source "$(KCP_MAIN_SOURCE)" --cmd cmd/kcp --out $(KCP_MAIN_BIN) --pristine $(if $(KCP_MAIN_VERSION),--kcp-version $(KCP_MAIN_VERSION))
 
 # kcp's own e2e subset alone (TestRealKCPOwnE2E): conformance on partial
@@ -86,6 +90,12 @@ kcp-e2e: overlay kcp
 # The whole real-kcp suite and kcp's e2e subset on kcp main's builds
 # (KCP_MAIN_SOURCE); `make test` runs a reduced form of it.
 KCP_MAIN_ENV = KCP_BIN_DIR=$(CURDIR)/$(KCP_MAIN_BIN) KCP_SOURCE="$(KCP_MAIN_SOURCE)"
+# CI's reduced kcp main phase needs only main's carried kcp.
+kcp-main-carried: overlay
+	@test -d "$(KCP_MAIN_SOURCE)" || { echo "make: KCP_MAIN_SOURCE=$(KCP_MAIN_SOURCE) is not a directory (a kcp main tree)" >&2; exit 1; }
+	$(CARRY) pins --kcp-source "$(KCP_MAIN_SOURCE)"
+	$(CARRY) build --kcp-source "$(KCP_MAIN_SOURCE)" --cmd cmd/kcp --out $(KCP_MAIN_BIN) $(if $(KCP_MAIN_VERSION),--kcp-version $(KCP_MAIN_VERSION))
+
 test-kcp-main: kcp-main
 	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' ./test/e2e/
 
@@ -140,20 +150,27 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 	bin/soak --kcp bin/kcp --duration $(SOAK_DURATION)
 
 # With KCP_SOURCE set, the real-kcp suite (test/e2e TestRealKCP*) runs
-# against bin/kcp and bin/kcp-pristine and fails if either is missing;
-# without it, those tests skip with a line naming KCP_SOURCE.
-# The real-kcp tests run last and alone: kcp started while other live suites
-# load the 2 cores was seen to leave its workspaces Initializing.
+# against bin/kcp and bin/kcp-pristine and fails if either is missing, and
+# the sharded topology runs in its reduced form (the carried servers, a 10 s
+# load on both shards); without it, those tests skip with a line naming
+# KCP_SOURCE. They run last, alone and with -v, so that the log shows kcp's
+# own e2e pass counts and the regression test's verdicts: kcp started while
+# other live suites load the 2 cores was seen to leave its workspaces
+# Initializing.
 # With KCP_MAIN_SOURCE too, kcp main's phase runs in the reduced form that
 # fits CI's budget: its carried build under the suite's load
-# (TestRealKCPPatched) and kcp-patches' regression test on its carried and
-# stock builds; `make test-kcp-main` is the full one.
-test: overlay $(if $(KCP_SOURCE),kcp) $(if $(KCP_MAIN_SOURCE),kcp-main)
+# (TestRealKCPPatched) and kcp-patches' regression test on it; `make
+# test-kcp-main` is the full one, with main's stock build (docs/building.md
+# records a run).
+test: overlay $(if $(KCP_SOURCE),kcp sharded-carried) $(if $(KCP_MAIN_SOURCE),kcp-main-carried)
 	$(GO) vet ./...
 	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP|^TestSharded' ./...
-	$(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' ./test/e2e/
+	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' ./test/e2e/
+ifneq ($(KCP_SOURCE),)
+	KCP_CARRY_SHARDED_REDUCED=1 $(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
+endif
 ifneq ($(KCP_MAIN_SOURCE),)
-	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCPPatched$$|^TestRealKCPOwnE2E$$/^(patched|pristine)$$/^regression$$' ./test/e2e/
+	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPPatched$$|^TestRealKCPOwnE2E$$/^patched$$/^regression$$' ./test/e2e/
 endif
 
 clean:
