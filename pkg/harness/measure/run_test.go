@@ -52,13 +52,19 @@ func TestRunEndToEnd(t *testing.T) {
 	if n := len(d.Patched.Timeline); n < 4 {
 		t.Errorf("duel, patched: %d seconds of timeline for a 4 s load", n)
 	}
-	if p := d.Pristine; p.Lists == 0 || len(p.Timeline) == 0 {
-		t.Errorf("duel, pristine: %+v; want lists and a timeline", p)
-	} else if p.Died {
+	// A pristine shard may die before its first LIST returns (seen: 12
+	// requests, 190µs into the load), so lists are asked of a survivor only.
+	switch p := d.Pristine; {
+	case len(p.Timeline) == 0:
+		t.Errorf("duel, pristine: %+v; want a timeline", p)
+	case p.Died:
 		if p.Fatal == nil || p.Fatal.Signature == "" || p.TimeToDeath <= 0 {
 			t.Errorf("duel, pristine died without a time or signature: %+v", p)
+		} else {
+			t.Logf("the pristine shard died %s into the duel (%d LISTs): %s", p.TimeToDeath, p.Lists, p.Fatal.Markdown())
 		}
-		t.Logf("the pristine shard died %s into the duel: %s", p.TimeToDeath, p.Fatal.Markdown())
+	case p.Lists == 0:
+		t.Errorf("duel, pristine: %+v; alive, want lists", p)
 	}
 	if s := rep.SingleLister; len(s.Rounds) != 2 || s.Ratio() <= 0 {
 		t.Errorf("single lister: %+v", s)
