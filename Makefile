@@ -8,7 +8,7 @@ CARRY := bin/carry
 # see; a cached pass would prove nothing about this machine or this build.
 GO_TEST_FLAGS ?= -timeout 60m -count=1
 
-.PHONY: all carry overlay build kcp kcp-main kcp-main-carried kcp-e2e sharded sharded-carried image verify test test-kcp-main test-sharded pins bench evidence soak clean
+.PHONY: all carry overlay build kcp kcp-main kcp-main-carried kcp-e2e sharded image verify test test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -54,16 +54,10 @@ sharded: overlay
 	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS)
 	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS) --pristine
 
-# The carried sharded servers beside make kcp's bin/kcp: what the reduced
-# form (SHARDED_REDUCED=1, in make test) runs.
-sharded-carried: kcp
-	@test -n "$(KCP_SOURCE)" || { echo "make sharded-carried: set KCP_SOURCE=<kcp source tree>" >&2; exit 1; }
-	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_EXTRA_CMDS)
-
 # The carry in kcp's sharded topology (test/sharded): two shards, the cache
 # server, a virtual-workspaces server per shard and the front-proxy, carried
-# and stock. SHARDED_REDUCED=1 is CI's reduced form: the carried topology
-# only, with a 10 s load.
+# and stock. SHARDED_REDUCED=1 is the reduced form: the carried topology
+# only, with a 10 s load, for a quick run.
 SHARDED_REDUCED ?=
 test-sharded: sharded
 	KCP_CARRY_SHARDED_REDUCED=$(SHARDED_REDUCED) $(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
@@ -151,26 +145,24 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 
 # With KCP_SOURCE set, the real-kcp suite (test/e2e TestRealKCP*) runs
 # against bin/kcp and bin/kcp-pristine and fails if either is missing, and
-# the sharded topology runs in its reduced form (the carried servers, a 10 s
-# load on both shards); without it, those tests skip with a line naming
-# KCP_SOURCE. They run last, alone and with -v, so that the log shows kcp's
-# own e2e pass counts and the regression test's verdicts: kcp started while
-# other live suites load the 2 cores was seen to leave its workspaces
-# Initializing.
+# the sharded suite (test/sharded) against make sharded's servers; without
+# it, those tests skip with a line naming KCP_SOURCE. They run last, alone
+# and with -v, so that the log shows kcp's own e2e pass counts and the
+# regression test's verdicts: kcp started while other live suites load the
+# 2 cores was seen to leave its workspaces Initializing.
 # With KCP_MAIN_SOURCE too, kcp main's phase runs in the reduced form that
-# fits CI's budget: its carried build under the suite's load
-# (TestRealKCPPatched) and kcp-patches' regression test on it; `make
-# test-kcp-main` is the full one, with main's stock build (docs/building.md
-# records a run).
-test: overlay $(if $(KCP_SOURCE),kcp sharded-carried) $(if $(KCP_MAIN_SOURCE),kcp-main-carried)
+# fits CI's budget (docs/ci.md): its carried build under the suite's load
+# (TestRealKCPPatched), and kcp-patches' regression test on its carried and
+# stock builds; `make test-kcp-main` is the full one.
+test: overlay $(if $(KCP_SOURCE),kcp sharded) $(if $(KCP_MAIN_SOURCE),kcp-main)
 	$(GO) vet ./...
 	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP|^TestSharded' ./...
 	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' ./test/e2e/
 ifneq ($(KCP_SOURCE),)
-	KCP_CARRY_SHARDED_REDUCED=1 $(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
+	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
 endif
 ifneq ($(KCP_MAIN_SOURCE),)
-	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPPatched$$|^TestRealKCPOwnE2E$$/^patched$$/^regression$$' ./test/e2e/
+	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPPatched$$|^TestRealKCPOwnE2E$$/^(patched|pristine)$$/^regression$$' ./test/e2e/
 endif
 
 clean:
