@@ -172,7 +172,7 @@ func runKCPTests(t *testing.T, s *server.KCP, tree string, p kcpe2e.Package, bin
 	}
 	defer log.Close()
 	res, err := kcpe2e.Run(context.Background(), kcpe2e.RunOptions{
-		Package: p, Binary: bin, Tree: tree, Kubeconfig: s.KubeconfigPath(),
+		Package: p, Binary: bin, Tree: tree, Kubeconfig: s.KubeconfigPath(), KCP: s.Binary(),
 		Parallel: kcpE2EParallel, Timeout: 20 * time.Minute, Env: env, Log: log, Progress: t.Logf,
 	})
 	if err != nil {

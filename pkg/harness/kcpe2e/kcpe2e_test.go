@@ -31,6 +31,10 @@ func TestPass(t *testing.T) {
 	if os.Getenv("KCP_REPO_DIR") == "" {
 		t.Fatal("KCP_REPO_DIR is not set")
 	}
+	// A test that starts a private kcp must get the one under test.
+	if os.Getenv("NO_GORUN") != "1" || os.Getenv("KCP_ASSET_KCP") != "/k/kcp" {
+		t.Fatalf("NO_GORUN=%q KCP_ASSET_KCP=%q", os.Getenv("NO_GORUN"), os.Getenv("KCP_ASSET_KCP"))
+	}
 	t.Run("sub", func(t *testing.T) {})
 }
 
@@ -67,7 +71,7 @@ func compileFake(t *testing.T) (tree, bin string) {
 
 func run(t *testing.T, tree, bin string, p Package) *Result {
 	t.Helper()
-	res, err := Run(context.Background(), RunOptions{Package: p, Binary: bin, Tree: tree, Kubeconfig: "/k/admin.kubeconfig", Progress: t.Logf})
+	res, err := Run(context.Background(), RunOptions{Package: p, Binary: bin, Tree: tree, Kubeconfig: "/k/admin.kubeconfig", KCP: "/k/kcp", Progress: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,6 +120,10 @@ type RunOptions struct {
 	Parallel int
 	// Timeout is -test.timeout for each run (default 20m).
 	Timeout time.Duration
+	// KCP is the kcp binary for the tests that start a private kcp of their
+	// own (KCP_ASSET_KCP, which kcp's fixture reads with NO_GORUN=1; kcp
+	// main's quota tests do): the one under test, not whatever is on PATH.
+	KCP string
 	// Env are extra environment variables for the tests.
 	Env []string
 	// Log receives every line the tests print.
@@ -286,11 +290,15 @@ func runOnce(ctx context.Context, o RunOptions, run string) ([]TestResult, strin
 	}
 	args = append(args, "--kcp-kubeconfig="+o.Kubeconfig)
 
+	env := []string{"KCP_REPO_DIR=" + o.Tree, "NO_GORUN=1"}
+	if o.KCP != "" {
+		env = append(env, "KCP_ASSET_KCP="+o.KCP)
+	}
 	pr, pw := io.Pipe()
 	p, err := server.Start(server.Command{
 		Path: goBin, Args: args,
 		Dir:    filepath.Join(o.Tree, filepath.FromSlash(o.Package.Dir)),
-		Env:    append(append(os.Environ(), "KCP_REPO_DIR="+o.Tree, "NO_GORUN=1"), o.Env...),
+		Env:    append(append(os.Environ(), env...), o.Env...),
 		Stdout: pw,
 		Grace:  30 * time.Second,
 	})

@@ -46,6 +46,9 @@ type KCP struct {
 	StartedIn time.Duration
 }
 
+// Binary is the kcp binary this server runs.
+func (k *KCP) Binary() string { return k.opts.Binary }
+
 // StartKCP runs `kcp start --root-directory=RootDir --bind-address=127.0.0.1
 // --batteries-included=admin` (kcp's defaults with DefaultBatteries) on free
 // ports and waits until /readyz answers 200 with the shard admin's
