@@ -31,13 +31,7 @@ const kcpE2EParallel = 4
 //   - regression: kcp-patches' test, after the suite on the same kcp. It must
 //     pass on the carried kcp and fail on the stock one (positive control).
 func TestRealKCPOwnE2E(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live kcp: run without -short")
-	}
-	src := os.Getenv(EnvKCPSource)
-	if src == "" {
-		t.Skipf("kcp's own e2e tests are compiled from a kcp source tree: set %s", EnvKCPSource)
-	}
+	src := kcpSource(t, "kcp's own e2e tests are compiled from a kcp source tree: set "+EnvKCPSource)
 	root := repoRoot(t)
 	ctx := context.Background()
 

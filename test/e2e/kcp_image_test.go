@@ -37,13 +37,7 @@ const EnvImagePlatforms = "KCP_CARRY_IMAGE_PLATFORMS"
 // build info shows the overlay) and survive the real-kcp load with every check
 // holding.
 func TestRealKCPImage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live kcp: run without -short")
-	}
-	src := os.Getenv(EnvKCPSource)
-	if src == "" {
-		t.Skipf("real kcp: set %s=<kcp v0.32.3 source tree> and run `make test`", EnvKCPSource)
-	}
+	src := kcpSource(t, "real kcp: set "+EnvKCPSource+"=<kcp v0.32.3 source tree> and run `make test`")
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("runs the image's linux/amd64 /kcp; this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}

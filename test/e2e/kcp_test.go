@@ -35,6 +35,20 @@ var kcpWorkspaces = []string{"e2e-a", "e2e-b"}
 // ROOT/bin); `make test-kcp-main` points it at kcp main's builds.
 const EnvKCPBinDir = "KCP_BIN_DIR"
 
+// kcpSource returns KCP_SOURCE for a live test that builds from a kcp tree,
+// and skips it with skipMsg when that is not set (or under -short).
+func kcpSource(t *testing.T, skipMsg string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("live kcp: run without -short")
+	}
+	src := os.Getenv(EnvKCPSource)
+	if src == "" {
+		t.Skip(skipMsg)
+	}
+	return src
+}
+
 // kcpBinary returns the kcp binary of a variant ("patched": bin/kcp,
 // "pristine": bin/kcp-pristine, in KCP_BIN_DIR if set; KCP_BINARY overrides
 // either) and checks,
