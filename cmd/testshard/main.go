@@ -31,31 +31,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/testshard"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 )
 
 func main() {
 	opts := testshard.NewOptions()
-	fs := pflag.NewFlagSet("testshard", pflag.ContinueOnError)
-	opts.AddFlags(fs)
-	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlagSet(klogFlags)
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := cmdline.Parse("testshard", withKlog{opts}, os.Args[1:], "", os.Stderr); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return
 		}
-		fmt.Fprintln(os.Stderr, "testshard:", err)
-		os.Exit(2)
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "testshard: unexpected arguments %q\n", fs.Args())
-		os.Exit(2)
-	}
-	if err := opts.Complete(); err != nil {
-		fmt.Fprintln(os.Stderr, "testshard:", err)
-		os.Exit(2)
-	}
-	if err := opts.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "testshard:", err)
 		os.Exit(2)
 	}
@@ -77,4 +61,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testshard:", err)
 		os.Exit(1)
 	}
+}
+
+// withKlog adds klog's flags to the shard's options for cmdline.Parse.
+type withKlog struct{ *testshard.Options }
+
+func (o withKlog) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs)
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
 }
