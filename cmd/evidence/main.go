@@ -69,7 +69,7 @@ func (c *options) Run(ctx context.Context, stdout, stderr io.Writer) int {
 		k.Logf, k.HammerLogf = o.Logf, o.HammerLogf
 		rep.RealKCP, err = measure.RunKCP(ctx, o, k)
 	}
-	var sharded *measure.Sharded
+	var sharded *report.Sharded
 	if err == nil && c.Sharded != nil {
 		so := *c.Sharded
 		so.Logf = logf
@@ -114,7 +114,7 @@ func (c *options) runShardedOnly(ctx context.Context, stdout, stderr io.Writer, 
 		fmt.Fprintf(stderr, "evidence: writing %s: %v\n", c.Out, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "evidence: %s and %s in %s (%s)\n", measure.ShardedFile, measure.ShardedChartFile, c.Out, time.Since(start).Round(time.Second))
+	fmt.Fprintf(stdout, "evidence: %s and %s in %s (%s)\n", report.ShardedFile, report.ShardedChartFile, c.Out, time.Since(start).Round(time.Second))
 	rep, err := report.Read(filepath.Join(c.Out, report.DuelFile))
 	if err != nil {
 		fmt.Fprintf(stderr, "evidence: %s not rendered again (no duel to render it from): %v\n", report.ReadmeFile, err)

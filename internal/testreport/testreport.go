@@ -90,3 +90,26 @@ func Report() *report.Report {
 	}
 	return r
 }
+
+// StockSharded is a sharded run where stock shard 1 died 3 s into its load:
+// its workspace answered 2 s, then failed; shard 0's answered throughout.
+func StockSharded() *report.Sharded {
+	sec := func(ok, failed int) report.ProbeSecond { return report.ProbeSecond{OK: ok, Failed: failed} }
+	return &report.Sharded{
+		Carried: report.ShardedRun{
+			Shards: []report.ShardedShard{{Name: "shard root", Loaded: true, ListsPerSecond: 40, Verdict: "clean"}, {Name: "shard shard-1", Loaded: true, ListsPerSecond: 38, Verdict: "clean",
+				Checks: []report.ShardedCheck{{ID: "a", Checked: 30, Values: map[string]int64{`<missing>`: 20, `"apis.kcp.io/v1alpha2"`: 10}}, {ID: "b", Checked: 300}}}},
+			Cache:  report.ShardedShard{Name: "cache-server", Loaded: true, ListsPerSecond: 9, Verdict: "clean"},
+			Probes: []report.Probe{{Shard: 0, Cluster: "root", OK: 8}, {Shard: 1, Cluster: "c1", OK: 8}},
+		},
+		Stock: report.ShardedRun{
+			Shards: []report.ShardedShard{{Name: "shard root"}, {Name: "shard shard-1", Loaded: true, Died: true, TimeToDeath: 3 * time.Second, Fatal: "concurrent map writes"}},
+			Cache:  report.ShardedShard{Name: "cache-server", Loaded: true, Verdict: "clean"},
+			Probes: []report.Probe{
+				{Shard: 0, Cluster: "root", OK: 8, Seconds: []report.ProbeSecond{sec(2, 0), sec(2, 0), sec(2, 0), sec(2, 0)}},
+				{Shard: 1, Cluster: "c2", OK: 4, Failed: 4, LastFailure: "502 Bad Gateway: connection refused",
+					Seconds: []report.ProbeSecond{sec(2, 0), sec(2, 0), sec(0, 2), sec(0, 2)}},
+			},
+		},
+	}
+}

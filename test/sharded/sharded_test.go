@@ -20,6 +20,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
@@ -353,7 +354,7 @@ func expectCacheServer(t *testing.T, topo *server.Topology, rep *hammer.Report) 
 
 // expectAllAnswered asserts every workspace answered every probe through
 // the front-proxy.
-func expectAllAnswered(t *testing.T, probes []shardedload.ProbeResult) {
+func expectAllAnswered(t *testing.T, probes []report.Probe) {
 	t.Helper()
 	for _, p := range probes {
 		what := fmt.Sprintf("workspace %s on shard %s through the front-proxy", p.Cluster, server.ShardName(p.Shard))

@@ -26,7 +26,7 @@ func Write(dir string, rep *report.Report) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	sharded, err := ReadSharded(dir)
+	sharded, err := report.ReadSharded(dir)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func Write(dir string, rep *report.Report) error {
 	}{
 		{report.ChartFile, duelChart.Bytes()},
 		{report.DuelFile, data},
-		{report.ReadmeFile, report.README(rep, string(bench), shardedSection(sharded))},
+		{report.ReadmeFile, report.README(rep, string(bench), sharded)},
 	}
 	if rep.RealKCP != nil {
 		var kcpChart bytes.Buffer
@@ -77,12 +77,4 @@ func Write(dir string, rep *report.Report) error {
 		}
 	}
 	return nil
-}
-
-// shardedSection is the README's sharded section, "" without a sharded run.
-func shardedSection(s *Sharded) string {
-	if s == nil {
-		return ""
-	}
-	return ShardedMarkdown(s)
 }

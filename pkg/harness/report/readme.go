@@ -18,9 +18,9 @@ const (
 )
 
 // README is evidence/README.md: the setup, the chart, the summary, the
-// sharded section (when sharded is not empty), the benchstat table (when
+// sharded section (when sharded is not nil), the benchstat table (when
 // bench is not empty) and how to reproduce.
-func README(rep *Report, bench string, sharded string) []byte {
+func README(rep *Report, bench string, sharded *Sharded) []byte {
 	var b strings.Builder
 	s := rep.Setup
 	b.WriteString("# Evidence: the carry on a live test shard\n\n")
@@ -70,9 +70,9 @@ func README(rep *Report, bench string, sharded string) []byte {
 		b.WriteString(k.Markdown())
 	}
 
-	if sharded != "" {
+	if sharded != nil {
 		b.WriteString("\n## In kcp's sharded topology\n\n")
-		b.WriteString(sharded)
+		b.WriteString(ShardedMarkdown(sharded))
 	}
 
 	b.WriteString("\n## Cost benchmarks\n\n")

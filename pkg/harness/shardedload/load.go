@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
@@ -44,7 +45,7 @@ type Outcome struct {
 	// Shards are the hammer reports by shard index.
 	Shards map[int]*hammer.Report
 	Cache  *hammer.Report
-	Probes []ProbeResult
+	Probes []report.Probe
 	// Elapsed is from the start of the probes to their end.
 	Elapsed time.Duration
 }

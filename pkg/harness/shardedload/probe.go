@@ -11,38 +11,9 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
-
-// ProbeSecond is one second of a workspace's probes.
-type ProbeSecond struct {
-	OK     int `json:"ok"`
-	Failed int `json:"failed"`
-}
-
-// ProbeResult is what the front-proxy answered for one workspace.
-type ProbeResult struct {
-	server.Workspace
-	OK, Failed int
-	// FirstFailure is the first failed answer (status and body, or the
-	// transport error), at FirstFailureAt since the probes started;
-	// LastFailure the last one.
-	FirstFailure   string
-	FirstFailureAt time.Duration
-	LastFailure    string
-	// LastStatus is the HTTP status of the last answer (0: none).
-	LastStatus int
-	// Seconds are the answers second by second since the probes started.
-	Seconds []ProbeSecond
-}
-
-// AnswerRate is the share of probes answered 200.
-func (r ProbeResult) AnswerRate() float64 {
-	if r.OK+r.Failed == 0 {
-		return 0
-	}
-	return float64(r.OK) / float64(r.OK+r.Failed)
-}
 
 // Prober asks the front-proxy, as kcp-admin, for one ConfigMap of every
 // workspace's default namespace every interval, until Stop: what a user of
@@ -53,7 +24,7 @@ type Prober struct {
 	started time.Time
 
 	mu      sync.Mutex
-	results []*ProbeResult
+	results []*report.Probe
 }
 
 // ProbeTimeout bounds each probe request.
@@ -70,7 +41,7 @@ func StartProber(ctx context.Context, t *server.Topology, workspaces []server.Wo
 	ctx, cancel := context.WithCancel(ctx)
 	p := &Prober{cancel: cancel, started: time.Now()}
 	for _, ws := range workspaces {
-		r := &ProbeResult{Workspace: ws}
+		r := &report.Probe{Shard: ws.Shard, Cluster: ws.Cluster}
 		p.results = append(p.results, r)
 		url := fmt.Sprintf("%s/clusters/%s/api/v1/namespaces/default/configmaps?limit=1", cfg.Host, ws.Cluster)
 		p.wg.Go(func() {
@@ -89,7 +60,7 @@ func StartProber(ctx context.Context, t *server.Topology, workspaces []server.Wo
 	return p, nil
 }
 
-func (p *Prober) probe(ctx context.Context, hc *http.Client, url string, r *ProbeResult) {
+func (p *Prober) probe(ctx context.Context, hc *http.Client, url string, r *report.Probe) {
 	rctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
 	status, failure := get(rctx, hc, url)
@@ -101,7 +72,7 @@ func (p *Prober) probe(ctx context.Context, hc *http.Client, url string, r *Prob
 	defer p.mu.Unlock()
 	sec := int(at / time.Second)
 	for len(r.Seconds) <= sec {
-		r.Seconds = append(r.Seconds, ProbeSecond{})
+		r.Seconds = append(r.Seconds, report.ProbeSecond{})
 	}
 	r.LastStatus = status
 	if failure == "" {
@@ -139,20 +110,20 @@ func get(ctx context.Context, hc *http.Client, url string) (int, string) {
 
 // Stop ends the probes and returns what each workspace got, in the order
 // StartProber was given.
-func (p *Prober) Stop() []ProbeResult {
+func (p *Prober) Stop() []report.Probe {
 	p.cancel()
 	p.wg.Wait()
 	return p.Snapshot()
 }
 
 // Snapshot is what the probes got so far.
-func (p *Prober) Snapshot() []ProbeResult {
+func (p *Prober) Snapshot() []report.Probe {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]ProbeResult, len(p.results))
+	out := make([]report.Probe, len(p.results))
 	for i, r := range p.results {
 		out[i] = *r
-		out[i].Seconds = append([]ProbeSecond(nil), r.Seconds...)
+		out[i].Seconds = append([]report.ProbeSecond(nil), r.Seconds...)
 	}
 	return out
 }
