@@ -25,7 +25,7 @@ func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	o.commonOptions.AddFlags(fs)
 	fs.StringVar(&o.out, "out", "", "directory for the patch series and PR.md (must not exist or be empty, unless --force)")
 	fs.BoolVar(&o.force, "force", false, "replace a non-empty --out directory")
-	fs.StringVar(&o.verifyReport, "verify-report", "", "quote this `carry verify --json` report instead of running carry verify (minutes)")
+	fs.StringVar(&o.verifyReport, "verify-report", "", "quote `FILE`, a carry verify --json report, instead of running carry verify (minutes)")
 	fs.BoolVar(&o.noVerify, "no-verify", false, "do not run carry verify; PR.md then says it was not run")
 	fs.StringVar(&o.suite, "suite-report", "", "live suite result to quote (default ROOT/"+export.DefaultSuiteReport+" if present)")
 	fs.StringVar(&o.bench, "benchstat", "", "benchstat output to quote (default ROOT/"+export.DefaultBenchstat+" if present)")

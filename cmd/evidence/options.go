@@ -103,7 +103,7 @@ func (c *options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&k.Ratio.Rounds, "kcp-rounds", k.Ratio.Rounds, "real kcp, single client: rounds, alternating which kcp goes first")
 	fs.DurationVar(&k.Ratio.Duration, "kcp-duration", k.Ratio.Duration, "real kcp, single client: bound of each run (partial and full LISTs each)")
 	fs.StringVar(&c.kcpLister, "kcp-lister", c.kcpLister, "real kcp, single client: the partial LIST, <v1|v1beta1>:<rv>")
-	fs.StringVar(&c.shardedBin, "sharded-bin", "", "sharded kcp: the directory of `make sharded`'s servers (kcp, kcp-front-proxy, cache-server, virtual-workspaces, and each -pristine); adds the sharded section")
+	fs.StringVar(&c.shardedBin, "sharded-bin", "", "sharded kcp: `DIR` of make sharded's servers (kcp, kcp-front-proxy, cache-server, virtual-workspaces, and each -pristine); adds the sharded section")
 	fs.DurationVar(&c.sharded.Duration, "sharded-duration", c.sharded.Duration, "sharded kcp: bound of the carried load on each shard and the cache server")
 	fs.DurationVar(&c.sharded.StockBound, "sharded-stock-bound", c.sharded.StockBound, "sharded kcp: bound of the stock load on shard 1 (it should die long before)")
 	fs.BoolVar(&c.ShardedOnly, "sharded-only", false, "measure only the sharded section (needs --sharded-bin); the README is rendered again from DIR/duel.json")

@@ -47,9 +47,9 @@ func TestChecksJudgeObservations(t *testing.T) {
 		if !ok {
 			continue
 		}
-		o.ObservePartial(Partial{Op: "list", Worker: Lister, Resource: "configmaps", Cluster: "*", Name: "x", ItemCluster: "a", Want: typed})
-		o.ObservePartial(Partial{Op: "list", Worker: Lister, Resource: "configmaps", Cluster: "*", Name: "y", ItemCluster: "a", Want: typed, OriginalAPIVersion: value("")})
-		o.ObservePartial(Partial{Op: "watch", Worker: MixedWatcher, Resource: "configmaps", Cluster: "a", Name: "x", ItemCluster: "a", Want: typed, OriginalAPIVersion: value("")})
+		o.ObservePartial(Partial{Op: "list", Worker: Lister, Cluster: "*", Item: ObjectKey{Resource: "configmaps", Cluster: "a", Name: "x"}, Want: typed})
+		o.ObservePartial(Partial{Op: "list", Worker: Lister, Cluster: "*", Item: ObjectKey{Resource: "configmaps", Cluster: "a", Name: "y"}, Want: typed, OriginalAPIVersion: value("")})
+		o.ObservePartial(Partial{Op: "watch", Worker: MixedWatcher, Cluster: "a", Item: ObjectKey{Resource: "configmaps", Cluster: "a", Name: "x"}, Want: typed, OriginalAPIVersion: value("")})
 	}
 	want := map[string][2]int64{ // checked, violations
 		APIVersion:    {2, 1},

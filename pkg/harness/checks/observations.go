@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 )
@@ -99,14 +100,14 @@ const (
 
 // Partial is one partial-metadata item a worker of the load received.
 type Partial struct {
-	Op       string // the operation, e.g. `list v1 rv=""`
-	Worker   Worker
-	Resource string // e.g. "clusterroles"
-	Cluster  string // the request's logical cluster, "*" for a wildcard request
-	// The item: its name, namespace, kcp.io/cluster annotation and
-	// kcp.io/original-api-version (nil: absent).
-	Name, Namespace, ItemCluster string
-	OriginalAPIVersion           *string
+	Op      string // the operation, e.g. `list v1 rv=""`
+	Worker  Worker
+	Cluster string // the request's logical cluster, "*" for a wildcard request
+	// Item is the item's resource, name, namespace and kcp.io/cluster
+	// annotation, OriginalAPIVersion its kcp.io/original-api-version (nil:
+	// absent).
+	Item               ObjectKey
+	OriginalAPIVersion *string
 	// Want is what the contract asks of the item's resource on a wildcard
 	// item.
 	Want Expectation
@@ -115,20 +116,24 @@ type Partial struct {
 // sample describes a wrong item for a check's samples: where it came from,
 // its annotation as shown and what was wanted.
 func (p Partial) sample(shown, want string) string {
-	return fmt.Sprintf("%s: %s %s: %s=%s, want %s", p.Op, p.Resource, p.describe(), OriginalAPIVersionAnnotation, shown, want)
+	return fmt.Sprintf("%s: %s: %s=%s, want %s", p.Op, p.Item, OriginalAPIVersionAnnotation, shown, want)
 }
 
-// describe is "cluster|namespace/name" ("?" for an unknown cluster).
-func (p Partial) describe() string {
-	s := p.ItemCluster
-	if s == "" {
-		s = "?"
+// ObjectKey names one object in one logical cluster.
+type ObjectKey struct {
+	Resource  string `json:"resource"` // e.g. "clusterroles"
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String is "resource cluster|namespace/name" ("?" for an unknown cluster).
+func (k ObjectKey) String() string {
+	s := k.Resource + " " + cmp.Or(k.Cluster, "?") + "|"
+	if k.Namespace != "" {
+		s += k.Namespace + "/"
 	}
-	s += "|"
-	if p.Namespace != "" {
-		s += p.Namespace + "/"
-	}
-	return s + p.Name
+	return s + k.Name
 }
 
 // Expectation is what kcp.io/original-api-version must be on a wildcard

@@ -25,25 +25,9 @@ const (
 	seedGen = "seed"
 )
 
-// ObjectKey names one object in one logical cluster.
-type ObjectKey struct {
-	Resource  string `json:"resource"`
-	Cluster   string `json:"cluster"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-func (k ObjectKey) String() string {
-	s := k.Resource + " " + k.Cluster + "|"
-	if k.Namespace != "" {
-		s += k.Namespace + "/"
-	}
-	return s + k.Name
-}
-
 // seededObject is one object the hammer seeds and writes.
 type seededObject struct {
-	key ObjectKey
+	key checks.ObjectKey
 	res Resource
 }
 
@@ -57,7 +41,7 @@ func seededObjects(opts *Options) []seededObject {
 	for _, r := range opts.Resources {
 		for _, c := range opts.Clusters {
 			for i := 0; i < opts.Objects; i++ {
-				k := ObjectKey{Resource: r.Resource, Cluster: c, Name: fmt.Sprintf("%s%04d", opts.Prefix, i)}
+				k := checks.ObjectKey{Resource: r.Resource, Cluster: c, Name: fmt.Sprintf("%s%04d", opts.Prefix, i)}
 				if r.Namespaced {
 					k.Namespace = opts.Namespace
 				}

@@ -16,7 +16,7 @@ type readSource struct {
 }
 
 // add records an object a read returned.
-func (s *readSource) add(key ObjectKey, seeded bool, meta objectMeta) {
+func (s *readSource) add(key checks.ObjectKey, seeded bool, meta objectMeta) {
 	o := checks.Object{Key: key.String(), Seeded: seeded, Written: meta.Labels[GenLabel]}
 	if v, ok := meta.Annotations[OriginalAPIVersionAnnotation]; ok {
 		o.OriginalAPIVersion = &v
@@ -40,7 +40,7 @@ func (s *readSource) failed(err error) {
 // clusters from the cache, and a GET of each from the cache and from etcd:
 // checks (b) and (c) judge what they saw.
 func (r *run) readObjectsBack(ctx context.Context) *checks.ReadBack {
-	seeded := map[ObjectKey]bool{}
+	seeded := map[checks.ObjectKey]bool{}
 	rb := &checks.ReadBack{}
 	for _, o := range r.objects {
 		seeded[o.key] = true
@@ -88,9 +88,9 @@ func (r *run) readObjectsBack(ctx context.Context) *checks.ReadBack {
 				s.mu.Unlock()
 				continue
 			}
-			found := map[ObjectKey]bool{}
+			found := map[checks.ObjectKey]bool{}
 			for _, it := range list.Items {
-				k := ObjectKey{Resource: res.Resource, Cluster: clusterOf(it.Metadata, l.cluster), Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}
+				k := checks.ObjectKey{Resource: res.Resource, Cluster: clusterOf(it.Metadata, l.cluster), Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}
 				found[k] = true
 				s.add(k, seeded[k], it.Metadata)
 			}

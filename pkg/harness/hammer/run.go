@@ -272,8 +272,8 @@ func (r *run) setChecks(all []checks.Check) {
 // cluster, "*" for a wildcard request) to every check that judges such items.
 func (r *run) observe(op string, worker checks.Worker, res Resource, cluster string, m partialMeta) {
 	seen := checks.Partial{
-		Op: op, Worker: worker, Resource: res.Resource, Cluster: cluster,
-		Name: m.Name, Namespace: m.Namespace, ItemCluster: m.Annotations.Cluster,
+		Op: op, Worker: worker, Cluster: cluster,
+		Item:               checks.ObjectKey{Resource: res.Resource, Cluster: m.Annotations.Cluster, Namespace: m.Namespace, Name: m.Name},
 		OriginalAPIVersion: m.Annotations.OriginalAPIVersion,
 		Want:               res.originalAPIVersion(),
 	}

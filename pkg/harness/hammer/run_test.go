@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 )
 
 // smallOptions is a fast load against a fake server: every kind of worker,

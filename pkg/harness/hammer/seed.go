@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -160,7 +161,7 @@ func (r *run) waitForCache(ctx context.Context) error {
 }
 
 func (r *run) cacheMissing(ctx context.Context) ([]string, error) {
-	seen := map[ObjectKey]string{}
+	seen := map[checks.ObjectKey]string{}
 	for _, res := range r.opts.Resources {
 		for _, cluster := range r.opts.Clusters {
 			ns := ""
@@ -176,7 +177,7 @@ func (r *run) cacheMissing(ctx context.Context) ([]string, error) {
 				return nil, err
 			}
 			for _, it := range list.Items {
-				seen[ObjectKey{Resource: res.Resource, Cluster: cluster, Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}] = it.Metadata.Labels[GenLabel]
+				seen[checks.ObjectKey{Resource: res.Resource, Cluster: cluster, Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}] = it.Metadata.Labels[GenLabel]
 			}
 		}
 	}
@@ -241,7 +242,7 @@ func (r *run) cleanupAll(ctx context.Context) error {
 			}
 			for _, it := range list.Items {
 				if strings.HasPrefix(it.Metadata.Name, r.opts.Prefix) {
-					victims = append(victims, seededObject{res: res, key: ObjectKey{Resource: res.Resource, Cluster: cluster, Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}})
+					victims = append(victims, seededObject{res: res, key: checks.ObjectKey{Resource: res.Resource, Cluster: cluster, Namespace: it.Metadata.Namespace, Name: it.Metadata.Name}})
 				}
 			}
 		}
