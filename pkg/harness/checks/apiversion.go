@@ -20,17 +20,12 @@ func (a *apiVersionCheck) ObservePartial(s Partial) {
 }
 
 func (a *apiVersionCheck) Result(obs *Observations) Result {
-	r := a.result()
-	r.Enabled = true
+	off := ""
 	switch {
 	case !obs.Probe && !obs.Wildcard:
-		r.Enabled, r.Ran, r.Note = false, false, "not applicable: kcp annotates wildcard partial items only"
+		off = "not applicable: kcp annotates wildcard partial items only"
 	case !obs.Probe && obs.Listers+obs.Watchers == 0:
-		r.Enabled, r.Ran, r.Note = false, false, "no listers or watchers"
-	case !obs.Loaded:
-		r.Ran, r.Note = false, "the load did not run"
-	case r.Checked == 0:
-		r.Note = "no wildcard partial item was received"
+		off = "no listers or watchers"
 	}
-	return r
+	return a.observed(obs, off, "no wildcard partial item was received")
 }

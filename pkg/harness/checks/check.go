@@ -128,6 +128,24 @@ func (t *tally) add(value string, ok bool, sample func() string) {
 	}
 }
 
+// observed is the Result of a check fed by the load's items: not enabled
+// when off says why, not run when the load did not run, and a note
+// (nothingSeen) when it ran and was fed nothing.
+func (t *tally) observed(obs *Observations, off, nothingSeen string) Result {
+	if off != "" {
+		return Result{Note: off}
+	}
+	r := t.result()
+	r.Enabled = true
+	switch {
+	case !obs.Loaded:
+		r.Ran, r.Note = false, "the load did not run"
+	case r.Checked == 0:
+		r.Note = nothingSeen
+	}
+	return r
+}
+
 // result is the tally as a Result that ran.
 func (t *tally) result() Result {
 	t.mu.Lock()

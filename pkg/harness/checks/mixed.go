@@ -48,19 +48,14 @@ func (m *mixedWatchCheck) ObservePartial(s Partial) {
 }
 
 func (m *mixedWatchCheck) Result(obs *Observations) Result {
-	r := m.result()
-	r.Enabled = true
+	off := ""
 	switch {
 	case obs.Probe:
-		r.Enabled, r.Ran, r.Note = false, false, "not run in a probe"
+		off = "not run in a probe"
 	case obs.MixedWatchers == 0:
-		r.Enabled, r.Ran, r.Note = false, false, "no --mixed-watchers"
-	case !obs.Loaded:
-		r.Ran, r.Note = false, "the load did not run"
-	case r.Checked == 0:
-		r.Note = "the mixed watchers received no event"
+		off = "no --mixed-watchers"
 	}
-	return r
+	return m.observed(obs, off, "the mixed watchers received no event")
 }
 
 // SingleClusterAnnotated counts the single-cluster events of check (d) that
