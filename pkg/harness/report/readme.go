@@ -46,7 +46,7 @@ func README(rep *Report, bench string, sharded *Sharded) []byte {
 		fmt.Fprintf(&b, " %s", s.Note)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "- **Run**: %s, %s of wall time", rep.Started.UTC().Format("2006-01-02 15:04:05 MST"), Seconds(rep.Elapsed))
+	fmt.Fprintf(&b, "- **Run**: %s, %s of wall time on the test shards", rep.Started.UTC().Format("2006-01-02 15:04:05 MST"), Seconds(rep.Elapsed))
 	if s.Commit != "" {
 		fmt.Fprintf(&b, ", commit `%s`", s.Commit)
 	}
