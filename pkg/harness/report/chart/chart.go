@@ -53,10 +53,27 @@ func writeDuelChart(w io.Writer, d report.Duel, pristineName, patchedName, where
 	if err != nil {
 		return err
 	}
+	return writeSVG(w, p)
+}
+
+// writeSVG draws p at the charts' size and margin as SVG.
+func writeSVG(w io.Writer, p *plot.Plot) error {
 	c := vgsvg.New(Width, Height)
 	p.Draw(Margin(draw.New(c)))
-	_, err = c.WriteTo(w)
+	_, err := c.WriteTo(w)
 	return err
+}
+
+// stepLine is a series of the charts: a post-step line of pts in color.
+func stepLine(pts plotter.XYs, c color.Color) (*plotter.Line, error) {
+	line, err := plotter.NewLine(pts)
+	if err != nil {
+		return nil, err
+	}
+	line.StepStyle = plotter.PostStep
+	line.Color = c
+	line.Width = vg.Points(1.5)
+	return line, nil
 }
 
 // newChart is the duel's chart, for any backend.
@@ -96,13 +113,10 @@ func newChart(d report.Duel, pristineName, patchedName, where string) (*plot.Plo
 		if len(s.pts) == 0 {
 			continue
 		}
-		line, err := plotter.NewLine(s.pts)
+		line, err := stepLine(s.pts, s.color)
 		if err != nil {
 			return nil, fmt.Errorf("the %s series: %w", s.name, err)
 		}
-		line.StepStyle = plotter.PostStep
-		line.Color = s.color
-		line.Width = vg.Points(1.5)
 		p.Add(line)
 		label := s.name
 		if s.run.Died {

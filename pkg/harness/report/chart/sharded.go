@@ -9,13 +9,11 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
 
-// Shard colors of the sharded
+// Shard colors of the sharded chart.
 var shardColors = []color.Color{PatchedColor, PristineColor}
 
 // WriteSharded draws, for the stock run, the share of the front-proxy's
@@ -34,13 +32,10 @@ func WriteSharded(w io.Writer, s *report.Sharded) error {
 		if len(pts) == 0 {
 			continue
 		}
-		line, err := plotter.NewLine(pts)
+		line, err := stepLine(pts, shardColors[shard%len(shardColors)])
 		if err != nil {
 			return err
 		}
-		line.StepStyle = plotter.PostStep
-		line.Color = shardColors[shard%len(shardColors)]
-		line.Width = vg.Points(1.5)
 		p.Add(line)
 		sh := s.Stock.Shards[shard]
 		label := sh.Name + ": not loaded"
@@ -63,10 +58,7 @@ func WriteSharded(w io.Writer, s *report.Sharded) error {
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(8)
-	c := vgsvg.New(Width, Height)
-	p.Draw(Margin(draw.New(c)))
-	_, err := c.WriteTo(w)
-	return err
+	return writeSVG(w, p)
 }
 
 // answerRate is, per second, the share of shard's workspaces' probes that
