@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testreport"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 )
@@ -26,12 +27,7 @@ func TestShardedChart(t *testing.T) {
 			t.Errorf("no line in %s (strokes %v)", c, strokes)
 		}
 	}
-	all := strings.Join(texts, "\n")
-	for _, want := range []string{"shard root: not loaded, alive", "shard shard-1: loaded, died 3.0 s into its load (concurrent map writes)"} {
-		if !strings.Contains(all, want) {
-			t.Errorf("legend lacks %q:\n%s", want, all)
-		}
-	}
+	testfs.ContainsAll(t, "the legend", strings.Join(texts, "\n"), "shard root: not loaded, alive", "shard shard-1: loaded, died 3.0 s into its load (concurrent map writes)")
 	if err := WriteSharded(&b, &report.Sharded{}); err == nil {
 		t.Error("a run without probes charted without error")
 	}
