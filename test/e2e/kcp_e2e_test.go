@@ -57,17 +57,17 @@ func TestRealKCPOwnE2E(t *testing.T) {
 	// of the patched subtests alone (CI's kcp main phase) needs no stock build.
 	for _, variant := range []string{"patched", "pristine"} {
 		t.Run(variant, func(t *testing.T) {
-			v := struct{ variant, bin string }{variant, kcpBinary(t, variant)}
-			s := startKCPForE2E(t, v.bin, tree)
-			logDir := filepath.Join(work, "logs", v.variant)
+			bin := kcpBinary(t, variant)
+			s := startKCPForE2E(t, bin, tree)
+			logDir := filepath.Join(work, "logs", variant)
 			t.Run("kcp-suite", func(t *testing.T) {
 				for _, p := range kcpe2e.Subset {
 					res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), nil)
-					t.Logf("%s kcp (%s): %s", v.variant, v.bin, res.Summary())
+					t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
 					if skipped := res.Names(kcpe2e.Skip); len(skipped) > 0 {
 						t.Logf("%s: skipped by kcp's framework: %s", p.Dir, strings.Join(skipped, ", "))
 					}
-					if v.variant == "patched" {
+					if variant == "patched" {
 						expectAllPassed(t, p, res)
 					} else if !res.OK() {
 						t.Logf("on the stock kcp too: %s", describeFailures(res))
@@ -80,8 +80,8 @@ func TestRealKCPOwnE2E(t *testing.T) {
 				// kcp's framework switch, keeps its workspaces, or a dead stock
 				// kcp costs 3 minutes of delete retries per workspace.
 				res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, "regression", []string{"PRESERVE=1"})
-				t.Logf("%s kcp (%s): %s", v.variant, v.bin, res.Summary())
-				if v.variant == "patched" {
+				t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
+				if variant == "patched" {
 					expectAllPassed(t, p, res)
 					if s.Died() {
 						t.Errorf("the carried kcp died: %v\n%s", s.ExitError(), server.TailLines(s.Stderr(), 40))

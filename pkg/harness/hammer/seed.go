@@ -11,9 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 )
 
 // SeedResult says what seeding found and did.
