@@ -68,7 +68,14 @@ func TestPristineShardDiesUnderLoad(t *testing.T) {
 	if !mapFatal(f) {
 		t.Errorf("the pristine shard died, but not of the concurrent map failure this suite hunts:\n%s", f)
 	}
-	if a := rep.Result(checks.APIVersion); !a.Violated() || a.Values[`""`] == 0 {
+	// The shard can die before any wildcard LIST or watch event is answered
+	// (seen: 37 ms and 12 requests into the load on a quiet machine); then
+	// check (a) had nothing to judge, and TestPristineSequentialProbePollutes
+	// is the control that it sees "". Once anything was answered, it must.
+	switch a := rep.Result(checks.APIVersion); {
+	case a.Checked == 0 && rep.Timeline.Lists() == 0:
+		t.Logf("check (a) judged nothing: the pristine shard died before answering a wildcard LIST or watch event")
+	case !a.Violated() || a.Values[`""`] == 0:
 		t.Errorf("check (a) on the pristine shard = %+v, want kcp.io/original-api-version \"\" on typed objects", a)
 	}
 	t.Logf("pristine: died %s into the load after %d requests (%d successful), %s\n%s",
