@@ -25,8 +25,8 @@ func Load(root string) (*series.Series, error) {
 	return series.Load(filepath.Join(root, Dir))
 }
 
-// committer commits the copied tree and is git am's committer; the patches
-// keep their own authors.
+// committer commits the copied tree, and is the author and committer of the
+// patches applied to it.
 var committer = gitexec.Ident{Name: "carry", Email: "carry@localhost", Date: "@0 +0000"}
 
 // ApplyToCopy replaces dst with a copy of the kcp tree src (without its .git),
@@ -54,7 +54,17 @@ func ApplyToCopy(ctx context.Context, src, dst string, s *series.Series) error {
 		}
 	}
 	for _, p := range s.Patches {
-		if _, err := repo.Run(ctx, "am", "-q", "--keep-non-patch", "--no-3way", p.Path); err != nil {
+		// The patches name no author (carry export sets the submitter);
+		// git am needs one, so the scratch commits are the committer's.
+		data, err := series.SetAuthor(p.Data, committer.Name+" <"+committer.Email+">", "")
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Path, err)
+		}
+		stamped := filepath.Join(dst, ".git", "carry-"+p.Name)
+		if err := os.WriteFile(stamped, data, 0o644); err != nil {
+			return err
+		}
+		if _, err := repo.Run(ctx, "am", "-q", "--keep-non-patch", "--no-3way", stamped); err != nil {
 			return fmt.Errorf("%s does not apply to kcp tree %s (git am): %w", p.Path, src, err)
 		}
 	}

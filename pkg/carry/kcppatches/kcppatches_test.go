@@ -46,7 +46,7 @@ func TestApplyToCopy(t *testing.T) {
 		t.Errorf("old_test.go in the copy = %q", got)
 	}
 	out := gitLog(t, dst)
-	if want := "Carry Test <carry@example.com> UPSTREAM: <carry>: e2e: a new test\ncarry <carry@localhost> kcp tree from " + tree; out != want {
+	if want := "carry <carry@localhost> UPSTREAM: <carry>: e2e: a new test\ncarry <carry@localhost> kcp tree from " + tree; out != want {
 		t.Errorf("git log of the copy:\n%s\nwant:\n%s", out, want)
 	}
 

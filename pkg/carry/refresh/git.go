@@ -4,9 +4,16 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 )
+
+// patchIdent commits the refreshed patch, with its date; the patch file
+// keeps only the date (RemoveAuthor drops the From: header).
+func patchIdent(date time.Time) gitexec.Ident {
+	return gitexec.Ident{Name: "carry", Email: "carry@localhost", Date: gitexec.Date(date)}
+}
 
 // baseIdent commits the base tree; it never appears in patch output.
 func baseIdent() gitexec.Ident {

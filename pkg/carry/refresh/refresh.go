@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
@@ -183,22 +184,22 @@ func refreshModule(ctx context.Context, o overlay.Options, np *NewPatch, e edite
 		if _, err := os.Lstat(target); err == nil {
 			return nil, fmt.Errorf("--new: %s already exists", target)
 		}
-		who, err := gitexec.UserIdent(ctx, o.Root)
-		if err != nil {
-			return nil, err
+		author = patchIdent(time.Now())
+		if date := os.Getenv("GIT_AUTHOR_DATE"); date != "" {
+			author.Date = date // as git commit takes it
 		}
-		base, author, message, action = patches, who, np.Subject, "added"
+		base, message, action = patches, np.Subject, "added"
 	} else {
 		if len(patches) == 0 {
 			return nil, fmt.Errorf("%s: the series is empty, there is no patch to fold the edits into; use --new", e.in.Module)
 		}
 		top := patches[len(patches)-1]
 		h := top.Header
-		if h.Author == nil || h.Author.Email == "" || h.AuthorDate.IsZero() {
-			return nil, fmt.Errorf("%s: no From: or Date: header to keep; fix the patch header or use --new", top.Path)
+		if h.AuthorDate.IsZero() {
+			return nil, fmt.Errorf("%s: no Date: header to keep; fix the patch header or use --new", top.Path)
 		}
 		base, target = patches[:len(patches)-1], top.Path
-		author = gitexec.Ident{Name: h.Author.Name, Email: h.Author.Email, Date: gitexec.Date(h.AuthorDate)}
+		author = patchIdent(h.AuthorDate)
 		message, action = h.Message(), "folded"
 	}
 
@@ -211,6 +212,10 @@ func refreshModule(ctx context.Context, o overlay.Options, np *NewPatch, e edite
 	data, err := diffAgainstBase(ctx, o, e, base, filepath.Join(work, "git"), author, message)
 	if err != nil {
 		return nil, err
+	}
+	// The carry's patches name no person: carry export sets the submitter.
+	if data, err = series.RemoveAuthor(data); err != nil {
+		return nil, fmt.Errorf("git produced an unusable patch: %w", err)
 	}
 	patch, err := series.ParsePatch(target, data)
 	if err != nil {
