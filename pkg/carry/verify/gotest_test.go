@@ -42,21 +42,21 @@ func TestJudge(t *testing.T) {
 	pass := PackageOutcome{ImportPath: "p", Passed: true}
 	fail := PackageOutcome{ImportPath: "p", FailedTests: []string{"TestX"}}
 	broken := PackageOutcome{ImportPath: "p", BuildFailed: true}
+	run := func(p PackageOutcome) Outcome { return Outcome{Packages: []PackageOutcome{p}} }
 	for name, tc := range map[string]struct {
-		with, without PackageOutcome
-		ok            bool
+		steps []Step
+		ok    bool
 	}{
-		"fail without, pass with":      {pass, fail, true},
-		"pass without":                 {pass, pass, false},
-		"fail with":                    {fail, fail, false},
-		"tests do not compile without": {pass, broken, false},
-		"tests do not compile with":    {broken, fail, false},
+		"fail without, pass with":           {[]Step{{Without: ptr(run(fail)), With: run(pass)}}, true},
+		"a patch without tests that passes": {[]Step{{With: run(pass)}, {Without: ptr(run(fail)), With: run(pass)}}, true},
+		"pass without":                      {[]Step{{Without: ptr(run(pass)), With: run(pass)}}, false},
+		"fail with":                         {[]Step{{Without: ptr(run(fail)), With: run(fail)}}, false},
+		"an earlier patch fails alone":      {[]Step{{With: run(fail)}, {Without: ptr(run(fail)), With: run(pass)}}, false},
+		"tests do not compile without":      {[]Step{{Without: ptr(run(broken)), With: run(pass)}}, false},
+		"tests do not compile with":         {[]Step{{Without: ptr(run(fail)), With: run(broken)}}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := &Report{
-				WithCarry: Outcome{Packages: []PackageOutcome{tc.with}},
-				TestsOnly: Outcome{Packages: []PackageOutcome{tc.without}},
-			}
+			r := &Report{Steps: tc.steps}
 			r.Problems = judge(r)
 			if r.OK() != tc.ok {
 				t.Errorf("OK() = %v, want %v (problems: %v)", r.OK(), tc.ok, r.Problems)
@@ -64,3 +64,5 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,7 +1,10 @@
-// Package verify runs the carry's own regression tests twice, the way an
-// upstream reviewer asks for: with the whole series applied (they must pass
-// under -race) and with only the series' test files applied to the pristine
-// fork (they must fail: assertion, race report or runtime crash).
+// Package verify runs the carry's own regression tests the way an upstream
+// reviewer bisects a series: the patches are applied to the pristine fork one
+// at a time, and after each the tested packages must pass under -race; before
+// each patch that changes tests, the series so far plus only that patch's
+// _test.go changes must fail (assertion, race report or runtime crash). So
+// every patch builds and passes on its own, and every test a patch brings
+// fails without the patch's fix.
 package verify
 
 import (
@@ -9,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -16,6 +20,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
@@ -33,27 +39,34 @@ type Options struct {
 // Outcome is one run of the tests.
 type Outcome struct {
 	Name     string           `json:"name"`
-	GoWork   string           `json:"goWork"`
 	Packages []PackageOutcome `json:"packages"`
 }
 
-// Report is both runs and the verdict.
+// Step is one patch of the series added to the ones before it.
+type Step struct {
+	Module string `json:"module"`
+	Patch  string `json:"patch"`
+	// Without is the series before Patch plus only Patch's _test.go changes:
+	// it must fail. Nil when Patch changes no test file.
+	Without *Outcome `json:"without,omitempty"`
+	// With is the series up to and including Patch: it must pass.
+	With Outcome `json:"with"`
+}
+
+// Report is every step and the verdict.
 type Report struct {
 	// Series is the dirhash of each carried module's series the tests ran
 	// with, so a saved report can be matched to the carry it verified.
-	Series    map[string]string `json:"series"`
-	Packages  []string          `json:"packages"`
-	WithCarry Outcome           `json:"withCarry"`
-	TestsOnly Outcome           `json:"testsOnlyOnPristine"`
-	// Problems lists why the carry is not verified; empty means the tests
-	// fail without the fix and pass with it.
+	Series   map[string]string `json:"series"`
+	Packages []string          `json:"packages"`
+	Steps    []Step            `json:"steps"`
+	// Problems lists why the carry is not verified; empty means every patch
+	// passes the tests on its own and its tests fail without its fix.
 	Problems []string `json:"problems,omitempty"`
 }
 
-// OK says whether the tests fail without the carry and pass with it.
+// OK says whether every step holds.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
-
-const testsOnlyFilter = "tests-only"
 
 func isTestFile(p string) bool { return strings.HasSuffix(p, "_test.go") }
 
@@ -67,91 +80,111 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	patchesDir := filepath.Join(root, "staging-patches")
-	carry, err := loadCarry(patchesDir)
-	if err != nil {
-		return nil, err
-	}
-	pkgs := TestedPackages(carry)
-	if len(pkgs) == 0 {
-		return nil, fmt.Errorf("%s: the carry adds or changes no _test.go file, so there is nothing to verify", patchesDir)
-	}
-	report := &Report{Series: SeriesHashes(carry), Packages: pkgs}
-
-	goWork := filepath.Join(root, "go.work")
-	if _, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: goWork, Progress: progress}); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(progress, "carry verify: running the carry's tests with the carry (-race): %s\n", strings.Join(pkgs, " "))
-	report.WithCarry, err = goTest(ctx, root, goWork, "with the carry", pkgs)
-	if err != nil {
-		return nil, err
-	}
-
-	// Only the test files of the series, on the pristine fork, in a workspace
-	// of its own under .build/ (gitignored, reused when nothing changed).
-	work := filepath.Join(root, ".build", "verify-tests-only")
-	ov, err := overlay.Run(ctx, overlay.Options{
-		Root:       root,
-		OverlayDir: filepath.Join(work, "overlay"),
-		Filter:     isTestFile,
-		FilterName: testsOnlyFilter,
-		Progress:   progress,
-	})
-	if err != nil {
-		return nil, err
-	}
-	testsOnlyWork := filepath.Join(work, "go.work")
-	if err := writeGoWork(testsOnlyWork, root, ov); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(progress, "carry verify: running the carry's tests on the pristine fork (-race)\n")
-	report.TestsOnly, err = goTest(ctx, root, testsOnlyWork, "only the carry's tests, on the pristine fork", pkgs)
-	if err != nil {
-		return nil, err
-	}
-
-	report.Problems = judge(report)
-	return report, nil
-}
-
-// judge lists every way the two runs fall short of fail-without/pass-with.
-func judge(r *Report) []string {
-	var problems []string
-	for _, p := range r.WithCarry.Packages {
-		switch {
-		case p.BuildFailed:
-			problems = append(problems, fmt.Sprintf("%s: the tests do not compile with the carry", p.ImportPath))
-		case !p.Passed:
-			problems = append(problems, fmt.Sprintf("%s: the tests fail with the carry", p.ImportPath))
-		}
-	}
-	for _, p := range r.TestsOnly.Packages {
-		switch {
-		case p.BuildFailed:
-			problems = append(problems, fmt.Sprintf("%s: the carry's tests do not compile against the pristine fork, so they cannot show that the fork is broken", p.ImportPath))
-		case p.Passed:
-			problems = append(problems, fmt.Sprintf("%s: the carry's tests pass on the pristine fork: they do not catch the bug", p.ImportPath))
-		}
-	}
-	return problems
-}
-
-// loadCarry reads every carried module's series in patchesDir.
-func loadCarry(patchesDir string) (map[string]*series.Series, error) {
-	mods, err := overlay.CarriedModules(patchesDir)
+	ins, err := overlay.LoadInputs(overlay.Options{Root: root})
 	if err != nil {
 		return nil, err
 	}
 	carry := map[string]*series.Series{}
-	for _, mod := range mods {
-		s, err := series.Load(filepath.Join(patchesDir, filepath.FromSlash(mod)))
-		if err != nil {
-			return nil, err
-		}
-		carry[mod] = s
+	for _, in := range ins {
+		carry[in.Module] = in.Series
 	}
-	return carry, nil
+	pkgs := TestedPackages(carry)
+	if len(pkgs) == 0 {
+		return nil, fmt.Errorf("%s: the carry adds or changes no _test.go file, so there is nothing to verify", filepath.Join(root, "staging-patches"))
+	}
+	report := &Report{Series: SeriesHashes(carry), Packages: pkgs}
+
+	// One tree per module, rebuilt in place for every step, so that Go's
+	// build cache keeps what a step did not change.
+	work := filepath.Join(root, ".build", "verify")
+	goWork := filepath.Join(work, "go.work")
+	trees := map[string]string{}
+	for _, in := range ins {
+		trees[in.Module] = overlay.ModuleDir(filepath.Join(work, "trees"), in.Module)
+	}
+	if err := writeGoWork(goWork, root, trees); err != nil {
+		return nil, err
+	}
+	// applied is how many patches of each module a step builds on.
+	applied := map[string]int{}
+	build := func(mod string, extra *series.Patch, filter func(string) bool) error {
+		for _, in := range ins {
+			dir := trees[in.Module]
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			if _, err := overlay.BuildTree(ctx, root, in, dir, in.Series.Patches[:applied[in.Module]], nil); err != nil {
+				return err
+			}
+			if in.Module == mod && extra != nil {
+				if _, err := extra.Apply(dir, filter); err != nil {
+					return fmt.Errorf("%s: %w", in.Module, err)
+				}
+			}
+		}
+		return nil
+	}
+	for _, in := range ins {
+		for _, p := range in.Series.Patches {
+			step := Step{Module: in.Module, Patch: p.Name}
+			if changesTests(p) {
+				if err := build(in.Module, p, isTestFile); err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(progress, "carry verify: %s: the series before %s, with only its tests (-race): must fail\n", in.Module, p.Name)
+				without, err := goTest(ctx, root, goWork, fmt.Sprintf("before %s, with its tests", p.Name), pkgs)
+				if err != nil {
+					return nil, err
+				}
+				step.Without = &without
+			}
+			applied[in.Module]++
+			if err := build(in.Module, nil, nil); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(progress, "carry verify: %s: the series up to %s (-race): must pass\n", in.Module, p.Name)
+			if step.With, err = goTest(ctx, root, goWork, "with "+p.Name, pkgs); err != nil {
+				return nil, err
+			}
+			report.Steps = append(report.Steps, step)
+		}
+	}
+	report.Problems = judge(report)
+	return report, nil
+}
+
+// changesTests says whether p adds, changes or deletes a _test.go file.
+func changesTests(p *series.Patch) bool {
+	return slices.ContainsFunc(p.Files, func(f *gitdiff.File) bool {
+		return isTestFile(f.OldName) || isTestFile(f.NewName)
+	})
+}
+
+// judge lists every way the steps fall short of pass-with, fail-without.
+func judge(r *Report) []string {
+	var problems []string
+	for _, s := range r.Steps {
+		for _, p := range s.With.Packages {
+			switch {
+			case p.BuildFailed:
+				problems = append(problems, fmt.Sprintf("%s: the tests do not compile with the series up to %s", p.ImportPath, s.Patch))
+			case !p.Passed:
+				problems = append(problems, fmt.Sprintf("%s: the tests fail with the series up to %s: %s", p.ImportPath, s.Patch, strings.Join(topLevel(p.FailedTests), ", ")))
+			}
+		}
+		if s.Without == nil {
+			continue
+		}
+		for _, p := range s.Without.Packages {
+			switch {
+			case p.BuildFailed:
+				problems = append(problems, fmt.Sprintf("%s: the tests of %s do not compile without its fix, so they cannot show what it fixes", p.ImportPath, s.Patch))
+			case p.Passed:
+				problems = append(problems, fmt.Sprintf("%s: the tests of %s pass without its fix: they do not catch what it fixes", p.ImportPath, s.Patch))
+			}
+		}
+	}
+	return problems
 }
 
 // SeriesHashes maps each carried module to its series hash.
@@ -215,12 +248,12 @@ func goTest(ctx context.Context, root, goWork, name string, pkgs []string) (Outc
 			outcomes[i].Excerpt = strings.Split(strings.TrimSpace(stderr.String()), "\n")
 		}
 	}
-	return Outcome{Name: name, GoWork: goWork, Packages: outcomes}, nil
+	return Outcome{Name: name, Packages: outcomes}, nil
 }
 
 // writeGoWork writes a workspace that uses the repository and replaces the
-// carried modules by the given overlay.
-func writeGoWork(goWork, root string, ov *overlay.Result) error {
+// carried modules by the trees given.
+func writeGoWork(goWork, root string, trees map[string]string) error {
 	goVersion, err := gowork.GoVersion(filepath.Join(root, "go.mod"))
 	if err != nil {
 		return err
@@ -232,43 +265,55 @@ func writeGoWork(goWork, root string, ov *overlay.Result) error {
 	if err := w.AddUse(root); err != nil {
 		return err
 	}
-	for _, m := range ov.Modules {
-		if err := w.AddReplace(m.Module, m.Dir); err != nil {
+	mods := slices.Sorted(maps.Keys(trees))
+	for _, m := range mods {
+		if err := w.AddReplace(m, trees[m]); err != nil {
 			return err
 		}
 	}
 	return w.Write()
 }
 
-// WriteText prints the report for people.
+// WriteText prints the report for people: a line per run, the details of
+// what failed, and the verdict.
 func (r *Report) WriteText(w io.Writer) {
-	for _, o := range []Outcome{r.WithCarry, r.TestsOnly} {
-		fmt.Fprintf(w, "%s (go test -race):\n", o.Name)
-		for _, p := range o.Packages {
-			fmt.Fprintf(w, "  %s %s\n", status(p), p.ImportPath)
-			var details []string
-			if top := topLevel(p.FailedTests); len(top) > 0 {
-				details = append(details, fmt.Sprintf("%d tests failed (%d with subtests): %s", len(top), len(p.FailedTests), strings.Join(top, ", ")))
-			}
-			if p.Races > 0 {
-				details = append(details, fmt.Sprintf("%d data race reports", p.Races))
-			}
-			if p.Fatal != "" {
-				details = append(details, p.Fatal)
-			}
-			for _, d := range details {
-				fmt.Fprintf(w, "      %s\n", d)
+	for _, s := range r.Steps {
+		runs := []Outcome{s.With}
+		if s.Without != nil {
+			runs = []Outcome{*s.Without, s.With}
+		}
+		for _, o := range runs {
+			for _, p := range o.Packages {
+				fmt.Fprintf(w, "%s %s (%s)\n", status(p), p.ImportPath, o.Name)
+				for _, d := range p.details() {
+					fmt.Fprintf(w, "      %s\n", d)
+				}
 			}
 		}
 	}
 	if r.OK() {
-		fmt.Fprintln(w, "verified: the carry's tests fail without the fix and pass with it")
+		fmt.Fprintln(w, "verified: each patch passes the tests on its own, and its tests fail without it")
 		return
 	}
 	fmt.Fprintln(w, "NOT verified:")
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  - %s\n", p)
 	}
+}
+
+// details says why a package failed: the tests, the race reports, the crash.
+func (p PackageOutcome) details() []string {
+	var details []string
+	if top := topLevel(p.FailedTests); len(top) > 0 {
+		details = append(details, fmt.Sprintf("%d tests failed (%d with subtests): %s", len(top), len(p.FailedTests), strings.Join(top, ", ")))
+	}
+	if p.Races > 0 {
+		details = append(details, fmt.Sprintf("%d data race reports", p.Races))
+	}
+	if p.Fatal != "" {
+		details = append(details, p.Fatal)
+	}
+	return details
 }
 
 func status(p PackageOutcome) string {

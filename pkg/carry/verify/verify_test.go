@@ -14,7 +14,7 @@ import (
 // for the reasons the carry fixes.
 func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the fork's tests under -race twice")
+		t.Skip("runs the fork's tests under -race four times")
 	}
 	root, err := reporoot.Find(".")
 	if err != nil {
@@ -32,32 +32,36 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 		t.Fatalf("the carry is not verified: %v", report.Problems)
 	}
 
-	want := []string{"k8s.io/apiserver/pkg/endpoints/handlers"}
-	if !slices.Equal(report.Packages, want) {
-		t.Errorf("tested packages = %v, want %v", report.Packages, want)
+	const handlers = "k8s.io/apiserver/pkg/endpoints/handlers"
+	if !slices.Equal(report.Packages, []string{handlers}) {
+		t.Errorf("tested packages = %v, want [%s]", report.Packages, handlers)
 	}
-	// Each package must fail on the pristine fork for the reason the carry
-	// fixes, not merely fail.
-	for _, p := range report.TestsOnly.Packages {
-		switch p.ImportPath {
-		case "k8s.io/apiserver/pkg/endpoints/handlers":
-			for _, test := range []string{
-				"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialList",
-				"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialObject",
-				"TestKCPOriginalAPIVersionAnnotationOnlyOnWildcardRequests",
-				"TestKCPOriginalAPIVersionAnnotationCopyOnWrite",
-				"TestKCPOriginalAPIVersionAnnotationConcurrentWildcardRequests",
-			} {
-				if !slices.Contains(p.FailedTests, test) {
-					t.Errorf("%s: %s did not fail on the pristine fork: %v", p.ImportPath, test, p.FailedTests)
-				}
-			}
-			// The concurrent test's child reports races, or the runtime
-			// aborts it with a fatal concurrent map error; its output is in
-			// the parent's.
-			if p.Races == 0 && !strings.Contains(p.Fatal, "concurrent map") {
-				t.Errorf("%s: neither a race report nor a concurrent map crash on the pristine fork: %+v", p.ImportPath, p)
-			}
+	if len(report.Steps) != 2 || report.Steps[0].Without == nil || report.Steps[1].Without == nil {
+		t.Fatalf("want two steps, each with tests that must fail without it: %+v", report.Steps)
+	}
+	// Each patch's tests must fail without it for the reason it fixes, not
+	// merely fail. 0001: the package's own TestCacheableObject dereferences
+	// the missing cluster.
+	first := report.Steps[0].Without.Packages[0]
+	if !slices.Contains(first.FailedTests, "TestCacheableObject") && !strings.Contains(first.Fatal, "nil pointer") {
+		t.Errorf("%s without %s: TestCacheableObject did not fail on the missing cluster: %+v", handlers, report.Steps[0].Patch, first)
+	}
+	// 0002: typed items get "", the source maps are written, and concurrent
+	// requests race (or the runtime aborts them).
+	second := report.Steps[1].Without.Packages[0]
+	for _, test := range []string{
+		"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialList",
+		"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialObject",
+		"TestKCPOriginalAPIVersionAnnotationCopyOnWrite",
+	} {
+		if !slices.Contains(second.FailedTests, test) {
+			t.Errorf("%s without %s: %s did not fail: %v", handlers, report.Steps[1].Patch, test, second.FailedTests)
 		}
+	}
+	// The concurrent test fails on its race reports, or the runtime aborts
+	// the test binary in it with a concurrent map error.
+	concurrent := slices.Contains(second.FailedTests, "TestKCPOriginalAPIVersionAnnotationConcurrentWildcardRequests") && second.Races > 0
+	if !concurrent && !strings.Contains(second.Fatal, "concurrent map") {
+		t.Errorf("%s without %s: the concurrent requests neither raced nor crashed: %+v", handlers, report.Steps[1].Patch, second)
 	}
 }
