@@ -15,7 +15,8 @@ import (
 type ExportOptions struct {
 	commonOptions
 	out, verifyReport, suite, bench string
-	force, noVerify                 bool
+	author, baseBranch, forkVersion string
+	force, noVerify, signoff        bool
 	kcpTrees                        []string
 }
 
@@ -29,12 +30,19 @@ func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noVerify, "no-verify", false, "do not run carry verify; PR.md then says it was not run")
 	fs.StringVar(&o.suite, "suite-report", "", "live suite result to quote (default ROOT/"+export.DefaultSuiteReport+" if present)")
 	fs.StringVar(&o.bench, "benchstat", "", "benchstat output to quote (default ROOT/"+export.DefaultBenchstat+" if present)")
+	fs.StringVar(&o.author, "author", "", "the person submitting the pull requests, as \"Name <email>\": every patch's author (default: git config user.name and user.email)")
+	fs.BoolVar(&o.signoff, "signoff", false, "add the author's Signed-off-by (kcp's DCO) to every patch: only the person submitting may certify it")
+	fs.StringVar(&o.baseBranch, "base-branch", "", "the fork branch the pull request targets: the rebase branch holding the pinned commit, kcp-<kubernetes version> (required; docs/upstream.md)")
+	fs.StringVar(&o.forkVersion, "fork-version", "", "the fork's pseudo-version with the patches merged, for kcp's pin bump (empty until the fork merged them)")
 	fs.StringArrayVar(&o.kcpTrees, "kcp-source", nil, "kcp source tree that ROOT/kcp-patches must apply to with git am, checked on a scratch copy (repeatable)")
 }
 
 func (o *ExportOptions) Validate() error {
 	if o.out == "" {
 		return errors.New("--out DIR is required")
+	}
+	if o.baseBranch == "" {
+		return errors.New("--base-branch BRANCH is required: the fork's rebase branch that holds the pinned commit (docs/upstream.md)")
 	}
 	if o.noVerify && o.verifyReport != "" {
 		return errors.New("--verify-report and --no-verify exclude each other")
@@ -47,7 +55,15 @@ func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "export", err)
 	}
+	author, err := o.identity(ctx, root)
+	if err != nil {
+		return fail(stderr, "export", err)
+	}
 	res, err := export.Run(ctx, export.Options{
+		Author:       author,
+		Signoff:      o.signoff,
+		BaseBranch:   o.baseBranch,
+		ForkVersion:  o.forkVersion,
 		Root:         root,
 		OutDir:       o.out,
 		Force:        o.force,
@@ -67,13 +83,24 @@ func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 		}
 		return ExitOK
 	}
-	fmt.Fprintf(stdout, "%d patches for %s at %s in %s:\n", len(res.Patches), res.Repo, res.Base, res.OutDir)
+	fmt.Fprintf(stdout, "%d patches by %s for %s at %s in %s:\n", len(res.Patches), res.Author, res.Repo, res.Base, res.OutDir)
 	for _, p := range res.Patches {
 		fmt.Fprintf(stdout, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
 	}
 	for _, p := range res.KCPPatches {
 		fmt.Fprintf(stdout, "  %s  (for kcp-dev/kcp)\n", p.File)
 	}
-	fmt.Fprintf(stdout, "  %s\n", export.PRFile)
+	fmt.Fprintf(stdout, "  %s  (the fork's pull request)\n  %s  (kcp's)\n  %s\n", export.PRFile, export.KCPDir+"/"+export.PRFile, export.EvidenceFile)
+	if !res.SignedOff {
+		fmt.Fprintln(stdout, "not signed off: kcp requires the submitter's DCO sign-off on every commit; review the patches, then export again with --signoff")
+	}
 	return ExitOK
+}
+
+// identity is --author, or the person git is configured for.
+func (o *ExportOptions) identity(ctx context.Context, root string) (export.Identity, error) {
+	if o.author != "" {
+		return export.ParseIdentity(o.author)
+	}
+	return export.UserIdentity(ctx, root)
 }

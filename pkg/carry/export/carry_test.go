@@ -2,9 +2,11 @@ package export
 
 import (
 	"context"
-	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
@@ -33,7 +35,7 @@ func TestExportTheCarry(t *testing.T) {
 	testfs.Write(t, suite, "suite result\n")
 	testfs.Write(t, bench, "benchstat table\n")
 	out := filepath.Join(scratch, "pr")
-	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true, SuiteReport: suite, Benchstat: bench})
+	res, err := Run(context.Background(), Options{Author: submitter, Signoff: true, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true, SuiteReport: suite, Benchstat: bench})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,22 +55,96 @@ func TestExportTheCarry(t *testing.T) {
 		dirs[m.Module] = "staging/src/" + m.Module
 	}
 	exportedContains(t, out, res.Patches[0].File,
+		"\nFrom: A U Thor <author@example.com>\n",
 		"Subject: [PATCH 1/",
 		"diff --git a/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go b/staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go\n",
 		" staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_test.go ",
-		"Signed-off-by: ",
 	)
+	// Every patch, the fork's and kcp's, is by the submitter and signed off
+	// by them, and nothing written names another identity: not this
+	// repository's own (its commits' author), not one in the carry.
+	var written []string
+	for _, p := range res.Patches {
+		written = append(written, filepath.Join(out, p.File))
+	}
+	for _, p := range res.KCPPatches {
+		written = append(written, filepath.Join(out, p.File))
+	}
+	for _, path := range written {
+		text := testfs.Read(t, path)
+		if n := strings.Count(text, "\nFrom: "); n != 1 || !strings.Contains(text, "\nFrom: A U Thor <author@example.com>\n") {
+			t.Errorf("%s: want one From: A U Thor <author@example.com>, got %d From: lines", path, n)
+		}
+		if signed := regexp.MustCompile(`(?m)^Signed-off-by: .*$`).FindAllString(text, -1); len(signed) != 1 || signed[0] != "Signed-off-by: A U Thor <author@example.com>" {
+			t.Errorf("%s: sign-offs %q, want only the submitter's", path, signed)
+		}
+	}
+	if own := projectAddress(t, root); own != "" {
+		files, err := TreeFiles(out, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, text := range files {
+			if strings.Contains(text, own) {
+				t.Errorf("%s names the project's own address %s", name, own)
+			}
+		}
+	}
 
 	pr := testfs.Read(t, res.PR)
 	testfs.ContainsAll(t, "PR.md", pr,
-		"on `e006560fc76a`",
-		fmt.Sprintf("**1/%d `%s`** (`k8s.io/apiserver`, +%d −%d): ", len(res.Patches), res.Patches[0].Subject, res.Patches[0].Added, res.Patches[0].Deleted),
+		"base branch "+testBranch+" (it holds e006560fc76a, the commit kcp pins)",
+		"Commits: "+res.Patches[0].File+", "+res.Patches[1].File+". -->",
+		"Fixes kcp-dev/kcp#4551",
+	)
+	testfs.ContainsAll(t, "kcp-dev-kcp/PR.md", testfs.Read(t, res.KCPPR),
+		`sed -i "s/v0.0.0-20260602065202-e006560fc76a/$FORK_VERSION/" go.mod`,
+		"Fixes #4551",
+	)
+	testfs.ContainsAll(t, EvidenceFile, testfs.Read(t, res.EvidenceFile),
 		"`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_kcp_test.go` (new)",
-		"## The contract",
-		"`docs/design.md`",
 		"```\nsuite result\n```",
 		"```\nbenchstat table\n```",
 	)
 
 	compareWithOverlay(t, root, out, dirs)
+}
+
+// projectAddress is the e-mail of the repository's own commits at root, ""
+// outside a git checkout.
+func projectAddress(t *testing.T, root string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", root, "log", "-1", "--format=%ae").Output()
+	if err != nil {
+		t.Logf("no git history at %s: %v", root, err)
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestCarryNamesNoPerson: the patches this repository keeps, the fork's and
+// kcp's, carry no author and no sign-off; carry export sets the person who
+// submits them.
+func TestCarryNamesNoPerson(t *testing.T) {
+	root, err := reporoot.Find(".")
+	if err != nil {
+		t.Skipf("not in the kcp-carry repository: %v", err)
+	}
+	patches, err := filepath.Glob(filepath.Join(root, "staging-patches", "*", "*", "*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcp, err := filepath.Glob(filepath.Join(root, "kcp-patches", "*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(patches) == 0 || len(kcp) == 0 {
+		t.Fatalf("no patches found under %s", root)
+	}
+	identity := regexp.MustCompile(`(?m)^(From|Signed-off-by|Co-authored-by): `)
+	for _, p := range append(patches, kcp...) {
+		if m := identity.FindString(testfs.Read(t, p)); m != "" {
+			t.Errorf("%s has a %q line: the committed patches name no person", p, m)
+		}
+	}
 }

@@ -101,7 +101,7 @@ func readVerifyReport(path string, carry map[string]*series.Series) (*verify.Rep
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("--verify-report %s: not a `carry verify --json` report: %w", path, err)
 	}
-	if len(r.Packages) == 0 || len(r.WithCarry.Packages) == 0 || len(r.TestsOnly.Packages) == 0 {
+	if len(r.Packages) == 0 || len(r.Steps) == 0 {
 		return nil, fmt.Errorf("--verify-report %s: not a `carry verify --json` report: it has no package results", path)
 	}
 	if !slices.Equal(r.Packages, pkgs) {

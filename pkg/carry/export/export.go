@@ -73,6 +73,18 @@ type Options struct {
 	// KCPTrees are kcp source trees kcp-patches/ must apply to with git am
 	// (checked on scratch copies) before it is exported.
 	KCPTrees []string
+	// Author is the person submitting the pull requests: every patch's
+	// author. Required; the export never invents one (see UserIdentity).
+	Author Identity
+	// Signoff adds Author's Signed-off-by to every patch, as `git
+	// format-patch -s`: only the person submitting can certify the DCO.
+	Signoff bool
+	// BaseBranch is the fork branch the pull request targets: the rebase
+	// branch (kcp-<kubernetes version>) that holds the pinned commit.
+	BaseBranch string
+	// ForkVersion is the fork's pseudo-version with these patches merged,
+	// which kcp's pull request pins; empty until the fork merged them.
+	ForkVersion string
 	// Progress receives a line per step; nil discards.
 	Progress io.Writer
 }
@@ -89,9 +101,16 @@ type Result struct {
 	// KCPPatches are kcp-patches/, the companion change for kcp-dev/kcp,
 	// written to --out/kcp-dev-kcp/.
 	KCPPatches []KCPPatchResult `json:"kcpPatches,omitempty"`
-	// PR is the path of PR.md.
-	PR       string     `json:"pr"`
-	Evidence []Evidence `json:"evidence"`
+	// PR is the path of PR.md (the fork's pull request), KCPPR kcp's and
+	// EvidenceFile the evidence both link.
+	PR           string `json:"pr"`
+	KCPPR        string `json:"kcpPR"`
+	EvidenceFile string `json:"evidenceFile"`
+	// Author is who the patches are by; SignedOff says whether they carry
+	// the author's Signed-off-by.
+	Author    string     `json:"author"`
+	SignedOff bool       `json:"signedOff"`
+	Evidence  []Evidence `json:"evidence"`
 }
 
 // ModuleResult is one carried module, in export order.
@@ -140,11 +159,14 @@ type carried struct {
 
 // exported is one written patch with its source.
 type exported struct {
-	mod  *carried
-	src  *series.Patch
-	out  *series.Patch
-	path string
-	res  PatchResult
+	mod *carried
+	// carried is the patch in staging-patches/, src the same with the
+	// submitter's identity (stampPatch), which git am applied.
+	carried *series.Patch
+	src     *series.Patch
+	out     *series.Patch
+	path    string
+	res     PatchResult
 }
 
 func (o Options) resolve() (Options, error) {
@@ -154,6 +176,15 @@ func (o Options) resolve() (Options, error) {
 	}
 	if c.OutDir == "" {
 		return c, errors.New("--out: an output directory is required")
+	}
+	if c.Author.Name == "" || c.Author.Email == "" {
+		return c, errNoIdentity
+	}
+	if c.BaseBranch == "" {
+		return c, errors.New("--base-branch: name the fork branch the pull request targets, the rebase branch that holds the pinned commit (kcp-<kubernetes version>; see docs/upstream.md)")
+	}
+	if c.ForkVersion != "" && !module.IsPseudoVersion(c.ForkVersion) {
+		return c, fmt.Errorf("--fork-version %q: want the fork commit's pseudo-version, as in go.mod (v0.0.0-<date>-<commit>)", c.ForkVersion)
 	}
 	var err error
 	for _, p := range []*string{&c.Root, &c.OutDir} {
@@ -214,10 +245,14 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	var all []*exported
 	for _, m := range mods {
 		for _, p := range m.in.Series.Patches {
-			if err := g.am(ctx, p.Path, m.loc.Dir); err != nil {
+			src, err := stampPatch(p, o.Author, o.Signoff, filepath.Join(work, "stamped", m.in.Module))
+			if err != nil {
+				return nil, err
+			}
+			if err := g.am(ctx, src.Path, m.loc.Dir); err != nil {
 				return nil, fmt.Errorf("%s: patch %s does not apply to %s at %s in %s: %w", m.in.Module, p.Path, repo, base, dirOrRoot(m.loc.Dir), err)
 			}
-			all = append(all, &exported{mod: m, src: p})
+			all = append(all, &exported{mod: m, src: src, carried: p})
 		}
 		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
 	}
@@ -262,7 +297,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		ev.verify, ev.verifySource = r, "carry verify"
 	}
 
-	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base}
+	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff}
 	for _, m := range mods {
 		mr := ModuleResult{Module: m.in.Module, Fork: m.in.Fork, Location: m.loc, Requires: m.requires}
 		for _, e := range all {
@@ -277,23 +312,44 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	res.Evidence = ev.summary()
 	progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
-	if res.KCPPatches, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, progress); err != nil {
+	if res.KCPPatches, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, o.Author, o.Signoff, progress); err != nil {
 		return nil, err
 	}
 
-	pr, err := renderPR(res, all, ev)
+	texts, err := renderPRs(res, all, ev, o, mods[0].in.Fork.Version)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, PRFile), pr, 0o644); err != nil {
-		return nil, err
+	for name, text := range map[string][]byte{
+		PRFile:                        texts.fork,
+		filepath.Join(KCPDir, PRFile): texts.kcp,
+		EvidenceFile:                  texts.evidence,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(tmp, name)), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, name), text, 0o644); err != nil {
+			return nil, err
+		}
 	}
 	if err := install(tmp, o.OutDir, o.Force); err != nil {
 		return nil, err
 	}
 	res.PR = filepath.Join(o.OutDir, PRFile)
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches and %s to %s\n", len(all), PRFile, o.OutDir)
+	res.KCPPR = filepath.Join(o.OutDir, KCPDir, PRFile)
+	res.EvidenceFile = filepath.Join(o.OutDir, EvidenceFile)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s and %s to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, filepath.Join(KCPDir, PRFile), EvidenceFile, o.OutDir)
+	if o.ForkVersion == "" {
+		fmt.Fprintf(o.Progress, "carry export: %s leaves the fork version open; once the fork merged the patches, export again with --fork-version\n", filepath.Join(KCPDir, PRFile))
+	}
 	return res, nil
+}
+
+func signedOff(signoff bool) string {
+	if signoff {
+		return ", signed off"
+	}
+	return ""
 }
 
 func dirOrRoot(dir string) string {
@@ -419,7 +475,7 @@ func orderModules(mods []*carried, repoDir string) ([]*carried, error) {
 }
 
 func patchResult(e *exported, root string) PatchResult {
-	src := e.src.Path
+	src := e.carried.Path
 	if rel, err := filepath.Rel(root, src); err == nil && filepath.IsLocal(rel) {
 		src = filepath.ToSlash(rel)
 	}

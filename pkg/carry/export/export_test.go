@@ -129,7 +129,7 @@ func stagingFixture(t *testing.T) string {
 			patches: []fixturePatch{
 				{
 					name:    "0001-UPSTREAM-carry-handlers-move-serve.patch",
-					message: "UPSTREAM: <carry>: handlers: move Serve to new.go\n\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n\nSigned-off-by: Carry Tester <tester@example.com>\n",
+					message: "UPSTREAM: <carry>: handlers: move Serve to new.go\n\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n",
 					edit: func(t *testing.T, dir string) {
 						git(t, dir, "mv", "handlers/old.go", "handlers/new.go")
 						editFile(t, filepath.Join(dir, "handlers/new.go"), `"four"`, `"4"`)
@@ -157,7 +157,7 @@ func stagingFixture(t *testing.T) string {
 			files:    map[string]string{"meta/meta.go": "package meta\n\nvar Owned = false\n"},
 			patches: []fixturePatch{{
 				name:    "0001-UPSTREAM-carry-meta-own-the-maps.patch",
-				message: "UPSTREAM: <carry>: meta: own the maps\n\nThe maps were shared\nwith the cache.\n\nClone the maps: the <carry> owns\n/clusters/*/ now.\n\nThe new tests check ownership.\n\nSigned-off-by: Carry Tester <tester@example.com>\n",
+				message: "UPSTREAM: <carry>: meta: own the maps\n\nThe maps were shared\nwith the cache.\n\nClone the maps: the <carry> owns\n/clusters/*/ now.\n\nThe new tests check ownership.\n",
 				edit: func(t *testing.T, dir string) {
 					editFile(t, filepath.Join(dir, "meta/meta.go"), "false", "true")
 					testfs.Write(t, filepath.Join(dir, "meta/meta_test.go"), "package meta\n")
@@ -175,7 +175,7 @@ var stagingDirs = map[string]string{
 func TestExportStagingLayout(t *testing.T) {
 	root := stagingFixture(t)
 	out := filepath.Join(filepath.Dir(root), "out")
-	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true})
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +205,9 @@ func TestExportStagingLayout(t *testing.T) {
 	// Paths are fork paths everywhere, renames, new and deleted files and
 	// the diffstat included; headers come from the carry patches.
 	p2 := exportedContains(t, out, res.Patches[1].File,
-		"From: Carry Tester <tester@example.com>\nDate: Thu, 1 Jan 2026 01:00:00 +0100\n",
+		"From: A U Thor <author@example.com>\nDate: Thu, 1 Jan 2026 01:00:00 +0100\n",
 		"Subject: [PATCH 2/3] UPSTREAM: <carry>: handlers: move Serve to new.go\n",
-		"\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n\nSigned-off-by: Carry Tester <tester@example.com>\n---\n",
+		"\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n---\n",
 		" staging/src/example.com/aserver/hack/run.sh",
 		" staging/src/example.com/aserver/handlers/{old.go => new.go}",
 		" create mode 100755 staging/src/example.com/aserver/hack/run.sh\n",
@@ -235,25 +235,51 @@ func TestExportStagingLayout(t *testing.T) {
 
 	compareWithOverlay(t, root, out, stagingDirs)
 
+	for _, p := range exportedPatches(t, out) {
+		if text := testfs.Read(t, p); strings.Contains(text, "Signed-off-by:") || strings.Contains(text, "tester@example.com") {
+			t.Errorf("%s: without --signoff, a patch carries a sign-off or another identity than the submitter's:\n%s", filepath.Base(p), text)
+		}
+	}
+
 	pr := testfs.Read(t, res.PR)
 	testfs.ContainsAll(t, "PR.md", pr,
-		"# Stop wildcard partial-metadata requests from writing into the watch cache\n",
-		"3 commits for `example.com/fork` on `aaaaaaaaaaaa`, in module dependency order:",
-		"- `example.com/aserver` (`staging/src/example.com/aserver/`): 2 commits, after `example.com/zmachinery`, which its go.mod requires",
-		"**1/3 `UPSTREAM: <carry>: meta: own the maps`** (`example.com/zmachinery`, +2 −1): Clone the maps: the \\<carry\\> owns /clusters/\\*/ now.\n",
-		"- 1/3: `staging/src/example.com/zmachinery/meta/meta_test.go` (new). The new tests check ownership.\n",
-		"- 2/3: no test changes\n",
-		"Not run in this export (run `carry verify`).",
-		"### Live suite\n\nNot measured in this export (run `make evidence`).",
-		"### Benchmarks\n\nNot measured in this export (run `make bench`).",
+		"<!-- To example.com/fork, base branch kcp-1.36.0 (it holds aaaaaaaaaaaa, the commit kcp pins). Commits: 0001-UPSTREAM-carry-meta-own-the-maps.patch, ",
+		"## Summary\n",
+		"## What Type of PR Is This?\n\n/kind bug\n",
+		"## Related Issue(s)\n\nFixes kcp-dev/kcp#4551\n",
+		"## Release Notes\n\n```release-note\nFixed a crash",
+		"keep it after the upgrade: find and remove it with \"carry scrub\"",
+		"(not run for this export: `carry verify`)",
+		"[EVIDENCE.md](EVIDENCE.md)",
 	)
+	kcpPR := testfs.Read(t, res.KCPPR)
+	testfs.ContainsAll(t, "kcp-dev-kcp/PR.md", kcpPR,
+		"FORK_VERSION=v0.0.0-... # the merged fork commit's pseudo-version\n",
+		`sed -i "s/`+forkVersion+`/$FORK_VERSION/" go.mod && go mod tidy`,
+		"The fork fixes it on kcp-1.36.0.",
+		"/kind bug\n",
+		"Fixes #4551\n",
+		"```release-note\n",
+	)
+	evidence := testfs.Read(t, res.EvidenceFile)
+	testfs.ContainsAll(t, EvidenceFile, evidence,
+		"- 1/3 `UPSTREAM: <carry>: meta: own the maps` (`example.com/zmachinery`, +2 −1): `staging/src/example.com/zmachinery/meta/meta_test.go` (new)\n",
+		"- 2/3 `UPSTREAM: <carry>: handlers: move Serve to new.go` (`example.com/aserver`, +",
+		"): no test changes\n",
+		"Not run for this export.",
+	)
+	for name, text := range map[string]string{"PR.md": pr, "kcp-dev-kcp/PR.md": kcpPR} {
+		if n := strings.Count(text, "\n"); n > 50 {
+			t.Errorf("%s has %d lines, want at most 50:\n%s", name, n, text)
+		}
+	}
 	if entries, err := filepath.Glob(filepath.Join(filepath.Dir(out), ".out.tmp-*")); err != nil || len(entries) > 0 {
 		t.Errorf("temporary output left behind: %v %v", entries, err)
 	}
 
 	// Deterministic: a second export with --force is byte-identical.
 	again := filepath.Join(t.TempDir(), "again")
-	if _, err := Run(context.Background(), Options{Root: root, OutDir: again, NoVerify: true}); err != nil {
+	if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: again, NoVerify: true}); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := TreeFiles(out, nil)
@@ -269,7 +295,7 @@ func TestExportStagingLayout(t *testing.T) {
 func TestCompareWithOverlayFails(t *testing.T) {
 	root := stagingFixture(t)
 	out := filepath.Join(t.TempDir(), "out")
-	if _, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true}); err != nil {
+	if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true}); err != nil {
 		t.Fatal(err)
 	}
 	patches := exportedPatches(t, out)
@@ -330,7 +356,7 @@ func TestExportForkRoot(t *testing.T) {
 		},
 	})
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true})
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,8 +369,8 @@ func TestExportForkRoot(t *testing.T) {
 	if got := testfs.Read(t, filepath.Join(out, res.Patches[1].File)); !strings.Contains(got, "diff --git a/cmd/main.go b/cmd/main.go\n") {
 		t.Errorf("fork root patch:\n%s", got)
 	}
-	if !strings.Contains(testfs.Read(t, res.PR), "[github.com/example/fork](https://github.com/example/fork)") {
-		t.Errorf("PR.md does not link the repository")
+	if !strings.Contains(testfs.Read(t, res.PR), "<!-- To github.com/example/fork, base branch "+testBranch+" ") {
+		t.Errorf("PR.md does not name the repository and branch")
 	}
 	compareWithOverlay(t, root, out, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
 }
@@ -356,7 +382,7 @@ func TestExportOutDir(t *testing.T) {
 	// An existing non-empty directory is refused and left alone.
 	out := filepath.Join(t.TempDir(), "out")
 	testfs.Write(t, filepath.Join(out, "keep.txt"), "mine")
-	_, err := Run(ctx, Options{Root: root, OutDir: out, NoVerify: true})
+	_, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true})
 	if err == nil || !strings.Contains(err.Error(), "--out "+out+": exists and is not empty") || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("non-empty --out: %v", err)
 	}
@@ -364,7 +390,7 @@ func TestExportOutDir(t *testing.T) {
 		t.Errorf("--out changed")
 	}
 	// --force replaces it.
-	if _, err := Run(ctx, Options{Root: root, OutDir: out, NoVerify: true, Force: true}); err != nil {
+	if _, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true, Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "keep.txt")); !errors.Is(err, fs.ErrNotExist) {
@@ -379,14 +405,14 @@ func TestExportOutDir(t *testing.T) {
 	if err := os.Mkdir(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(ctx, Options{Root: root, OutDir: empty, NoVerify: true}); err != nil {
+	if _, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: empty, NoVerify: true}); err != nil {
 		t.Fatal(err)
 	}
 
 	// A file is not a directory.
 	file := filepath.Join(t.TempDir(), "file")
 	testfs.Write(t, file, "x")
-	if _, err := Run(ctx, Options{Root: root, OutDir: file, NoVerify: true, Force: true}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+	if _, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: file, NoVerify: true, Force: true}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("file --out: %v", err)
 	}
 
@@ -395,7 +421,7 @@ func TestExportOutDir(t *testing.T) {
 	patch := filepath.Join(root, "staging-patches/example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch")
 	testfs.Write(t, patch, strings.Replace(testfs.Read(t, patch), "-var Owned = false", "-var Owned = maybe", 1))
 	failed := filepath.Join(t.TempDir(), "failed")
-	_, err = Run(ctx, Options{Root: root, OutDir: failed, NoVerify: true})
+	_, err = Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: failed, NoVerify: true})
 	if err == nil || !strings.Contains(err.Error(), "example.com/zmachinery: patch "+patch+" does not apply to example.com/fork at aaaaaaaaaaaa in staging/src/example.com/zmachinery/") {
 		t.Errorf("patch that does not apply: %v", err)
 	}
@@ -411,6 +437,12 @@ func TestExportBadInput(t *testing.T) {
 	check := func(name string, opts Options, want string) {
 		t.Helper()
 		opts.Root, opts.OutDir = root, out
+		if opts.Author == (Identity{}) {
+			opts.Author = submitter
+		}
+		if opts.BaseBranch == "" {
+			opts.BaseBranch = testBranch
+		}
 		if _, err := Run(ctx, opts); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", name, err, want)
 		}
@@ -418,11 +450,13 @@ func TestExportBadInput(t *testing.T) {
 			t.Errorf("%s: %s written", name, out)
 		}
 	}
+	check("no author", Options{NoVerify: true, Author: Identity{Name: "", Email: "a@example.com"}}, "no author for the patches: give --author")
+	check("bad fork version", Options{NoVerify: true, ForkVersion: "v1.2.3"}, `--fork-version "v1.2.3": want the fork commit's pseudo-version`)
 	check("explicit missing suite report", Options{NoVerify: true, SuiteReport: filepath.Join(root, "nope.json")}, "--suite-report: open ")
 	check("explicit missing benchstat", Options{NoVerify: true, Benchstat: filepath.Join(root, "nope.txt")}, "--benchstat: open ")
 	check("verify report and no verify", Options{NoVerify: true, VerifyReport: "x.json"}, "--verify-report and --no-verify exclude each other")
 	check("missing verify report", Options{VerifyReport: filepath.Join(root, "nope.json")}, "--verify-report: open ")
-	if _, err := Run(ctx, Options{Root: root}); err == nil || !strings.Contains(err.Error(), "--out") {
+	if _, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root}); err == nil || !strings.Contains(err.Error(), "--out") {
 		t.Errorf("no --out: %v", err)
 	}
 

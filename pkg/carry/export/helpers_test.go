@@ -97,6 +97,12 @@ func patchedTrees(t *testing.T, root string, dirs map[string]string, patches []s
 	return trees, nil
 }
 
+// submitter is the person who runs the export in the tests, and testBranch
+// the fork branch they target.
+var submitter = Identity{Name: "A U Thor", Email: "author@example.com"}
+
+const testBranch = "kcp-1.36.0"
+
 // overlayTrees builds the overlay of root with overlay.Run into a scratch
 // directory (leaving the repository's .overlay and go.work alone) and reads
 // each module's files.

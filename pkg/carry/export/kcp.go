@@ -25,11 +25,11 @@ type KCPPatchResult struct {
 	AppliesTo []string `json:"appliesTo,omitempty"`
 }
 
-// exportKCPPatches copies root/kcp-patches' patches, unchanged (they are
-// git format-patch files already), into tmp/kcp-dev-kcp after applying the
-// series with git am to a scratch copy of each of trees. No kcp-patches/
-// exports nothing.
-func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, progress func(format string, args ...any)) ([]KCPPatchResult, error) {
+// exportKCPPatches writes root/kcp-patches' patches (git format-patch files
+// already) into tmp/kcp-dev-kcp with who as their author and, with signoff,
+// its Signed-off-by, after applying the series with git am to a scratch copy
+// of each of trees. No kcp-patches/ exports nothing.
+func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who Identity, signoff bool, progress func(format string, args ...any)) ([]KCPPatchResult, error) {
 	if _, err := os.Stat(filepath.Join(root, kcppatches.Dir)); errors.Is(err, fs.ErrNotExist) && len(trees) == 0 {
 		return nil, nil
 	}
@@ -55,7 +55,11 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, pro
 	var out []KCPPatchResult
 	for _, p := range s.Patches {
 		rel := filepath.ToSlash(filepath.Join(KCPDir, p.Name))
-		if err := os.WriteFile(filepath.Join(tmp, rel), p.Data, 0o644); err != nil {
+		data, err := stampIdentity(p.Data, who, signoff)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Path, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, rel), data, 0o644); err != nil {
 			return nil, err
 		}
 		r := KCPPatchResult{File: rel, Subject: p.Header.Title, AppliesTo: trees}

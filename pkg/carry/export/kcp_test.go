@@ -10,14 +10,14 @@ import (
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
-// kcp-patches/ is exported byte for byte into kcp-dev-kcp/ once it applies
+// kcp-patches/ is exported into kcp-dev-kcp/, with the submitter as author, once it applies
 // with git am to every tree given; a tree it does not apply to stops the
 // export, and no kcp-patches/ exports nothing.
 func TestExportKCPPatches(t *testing.T) {
 	ctx := context.Background()
 	logf := func(format string, args ...any) { t.Logf(format, args...) }
 	root := t.TempDir()
-	if got, err := exportKCPPatches(ctx, root, t.TempDir(), nil, logf); err != nil || got != nil {
+	if got, err := exportKCPPatches(ctx, root, t.TempDir(), nil, submitter, false, logf); err != nil || got != nil {
 		t.Fatalf("without kcp-patches/: %v, %v", got, err)
 	}
 
@@ -30,7 +30,7 @@ func TestExportKCPPatches(t *testing.T) {
 	tree := t.TempDir()
 	testfs.Write(t, filepath.Join(tree, "go.mod"), "module github.com/kcp-dev/kcp\n")
 	out := t.TempDir()
-	got, err := exportKCPPatches(ctx, root, out, []string{tree}, logf)
+	got, err := exportKCPPatches(ctx, root, out, []string{tree}, submitter, true, logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +38,19 @@ func TestExportKCPPatches(t *testing.T) {
 		strings.Join(got[0].Files, ",") != "test/e2e/conformance/new_test.go" || strings.Join(got[0].AppliesTo, ",") != tree {
 		t.Errorf("exported: %+v", got)
 	}
-	if data, err := os.ReadFile(filepath.Join(out, got[0].File)); err != nil || string(data) != kcpTestPatch {
-		t.Errorf("the exported patch is not the source's bytes: %v", err)
+	// The source's bytes, by the submitter, signed off.
+	want, err := stampIdentity([]byte(kcpTestPatch), submitter, true)
+	if err != nil {
+		t.Fatal(err)
 	}
+	exported := testfs.Read(t, filepath.Join(out, got[0].File))
+	if exported != string(want) {
+		t.Errorf("the exported patch is not the source's bytes by the submitter:\n%s", exported)
+	}
+	testfs.ContainsAll(t, got[0].File, exported, "\nFrom: A U Thor <author@example.com>\n", "\nSigned-off-by: A U Thor <author@example.com>\n---\n")
 
 	testfs.Write(t, filepath.Join(tree, "test/e2e/conformance/new_test.go"), "package conformance\n")
-	if _, err := exportKCPPatches(ctx, root, t.TempDir(), []string{tree}, logf); err == nil || !strings.Contains(err.Error(), "does not apply to kcp tree "+tree) {
+	if _, err := exportKCPPatches(ctx, root, t.TempDir(), []string{tree}, submitter, false, logf); err == nil || !strings.Contains(err.Error(), "does not apply to kcp tree "+tree) {
 		t.Errorf("a tree the patch does not apply to: err = %v", err)
 	}
 }

@@ -8,26 +8,42 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
 	"github.com/kcp-carry/kcp-carry/pkg/util/markdown"
 )
 
-// prTemplate is PR.md. The problem, root cause and risk are this carry's
-// (their numbers are the README's); the patch list, the fix and test
-// paragraphs and all measurements are filled in from the exported patches
-// and the evidence files.
-//
-//go:embed pr.md.tmpl
-var prTemplate string
+// The pull request texts: the fork's (PR.md), kcp's (kcp-dev-kcp/PR.md), in
+// kcp's template and short, and EVIDENCE.md, which both link for the
+// measurements.
+var (
+	//go:embed fork-pr.md.tmpl
+	forkPRTemplate string
+	//go:embed kcp-pr.md.tmpl
+	kcpPRTemplate string
+	//go:embed evidence.md.tmpl
+	evidenceTemplate string
+)
 
-// prData is what pr.md.tmpl sees.
+// EvidenceFile is the long evidence beside PR.md.
+const EvidenceFile = "EVIDENCE.md"
+
+// releaseNote is both pull requests' release note: what operators see, and
+// what they must do about what a kcp before the fix stored.
+const releaseNote = `Fixed a crash ("fatal error: concurrent map writes") of kcp shards when wildcard partial-metadata LISTs (kcp's garbage collector, quota and other metadata informers) run concurrently, and such LISTs adding kcp.io/original-api-version: "" to built-in objects.
+Objects that a kcp before this fix stored with kcp.io/original-api-version: "" keep it after the upgrade: find and remove it with "carry scrub" (dry run by default; --apply removes only the empty value), or per object with "kubectl annotate <resource> <name> kcp.io/original-api-version-".`
+
+// prData is what the templates see.
 type prData struct {
-	Repo    string // github.com/kcp-dev/kubernetes
-	RepoURL string // https://github.com/kcp-dev/kubernetes
-	Base    string
-	Total   int
-	Modules []prModule
-	Patches []prPatch
-	// Verify is `carry verify`'s text output; "" when not run.
+	Repo        string // github.com/kcp-dev/kubernetes
+	Base        string // the pinned fork commit
+	BaseBranch  string
+	Pin         string // the pinned pseudo-version, as in kcp's go.mod files
+	ForkVersion string
+	Total       int
+	Patches     []prPatch
+	ReleaseNote string
+	// Verify is the fix's step of `carry verify` (PR.md) or all of it
+	// (EVIDENCE.md); "" when not run.
 	Verify       string
 	VerifySource string
 	Suite        *evidenceFile
@@ -41,15 +57,6 @@ type prData struct {
 	KCPPatches []KCPPatchResult
 }
 
-type prModule struct {
-	Module string
-	Dir    string
-	Count  int
-	// Requires lists the carried modules exported before this one because
-	// its go.mod requires them.
-	Requires []string
-}
-
 type prPatch struct {
 	N       int
 	File    string
@@ -57,10 +64,6 @@ type prPatch struct {
 	Module  string
 	Added   int
 	Deleted int
-	// Fix is the paragraph of the body that says what the patch does;
-	// Tests the paragraphs about its tests; both markdown-escaped.
-	Fix   string
-	Tests string
 	// TestFiles are the fork paths of the _test.go files it adds or changes.
 	TestFiles []testFile
 }
@@ -70,27 +73,24 @@ type testFile struct {
 	New  bool
 }
 
-func renderPR(res *Result, all []*exported, ev *evidence) ([]byte, error) {
+// prTexts are the rendered pull request texts.
+type prTexts struct {
+	fork, kcp, evidence []byte
+}
+
+func renderPRs(res *Result, all []*exported, ev *evidence, o Options, pin string) (*prTexts, error) {
 	d := prData{
-		Repo: res.Repo, Base: res.Base, Total: len(all),
-		Verify: "", VerifySource: ev.verifySource,
-		Suite: ev.suite, SuiteSource: ev.suiteSource,
+		Repo: res.Repo, Base: res.Base, BaseBranch: o.BaseBranch, Pin: pin, ForkVersion: o.ForkVersion,
+		Total: len(all), ReleaseNote: releaseNote,
+		VerifySource: ev.verifySource,
+		Suite:        ev.suite, SuiteSource: ev.suiteSource,
 		Benchstat: ev.benchstat, BenchSource: ev.benchstatSource,
 		KCPPatches: res.KCPPatches,
 	}
-	if strings.HasPrefix(res.Repo, "github.com/") {
-		d.RepoURL = "https://" + res.Repo
-	}
-	for _, m := range res.Modules {
-		pm := prModule{Module: m.Module, Dir: dirOrRoot(m.Dir), Count: len(m.Patches), Requires: m.Requires}
-		d.Modules = append(d.Modules, pm)
-	}
 	for i, e := range all {
-		fix, tests := bodyParagraphs(e.out.Header.Body)
 		p := prPatch{
 			N: i + 1, File: e.res.File, Subject: e.res.Subject, Module: e.res.Module,
 			Added: e.res.Added, Deleted: e.res.Deleted,
-			Fix: fix, Tests: tests,
 		}
 		for _, f := range e.out.Files {
 			if !f.IsDelete && strings.HasSuffix(f.NewName, "_test.go") {
@@ -102,83 +102,49 @@ func renderPR(res *Result, all []*exported, ev *evidence) ([]byte, error) {
 	if ev.suite != nil && ev.suite.Duel != nil {
 		d.Duel = strings.TrimRight(ev.suite.Duel.Summary(), "\n")
 	}
+	var texts prTexts
+	var err error
 	if ev.verify != nil {
-		var b bytes.Buffer
-		ev.verify.WriteText(&b)
-		d.Verify = strings.TrimRight(b.String(), "\n")
+		// PR.md quotes the last step: the fix's tests failing before it and
+		// passing with it.
+		last := *ev.verify
+		last.Steps = last.Steps[len(last.Steps)-1:]
+		d.Verify = verifyText(&last)
 	}
+	if texts.fork, err = render("PR.md", forkPRTemplate, d); err != nil {
+		return nil, err
+	}
+	if texts.kcp, err = render("kcp-dev-kcp/PR.md", kcpPRTemplate, d); err != nil {
+		return nil, err
+	}
+	if ev.verify != nil {
+		d.Verify = verifyText(ev.verify)
+	}
+	if texts.evidence, err = render(EvidenceFile, evidenceTemplate, d); err != nil {
+		return nil, err
+	}
+	return &texts, nil
+}
 
-	t, err := template.New("PR.md").Funcs(template.FuncMap{
+func verifyText(r *verify.Report) string {
+	var b bytes.Buffer
+	r.WriteText(&b)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func render(name, text string, d prData) ([]byte, error) {
+	t, err := template.New(name).Funcs(template.FuncMap{
 		"fence": markdown.Fence,
 		"code":  markdown.CodeSpan,
-	}).Parse(prTemplate)
+	}).Parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("PR.md template: %w", err)
+		return nil, fmt.Errorf("%s template: %w", name, err)
 	}
 	var out bytes.Buffer
 	if err := t.Execute(&out, d); err != nil {
-		return nil, fmt.Errorf("PR.md template: %w", err)
+		return nil, fmt.Errorf("%s template: %w", name, err)
 	}
 	// Collapse the blank lines the template's conditionals leave.
-	text := regexp.MustCompile(`\n{3,}`).ReplaceAllString(out.String(), "\n\n")
+	text = regexp.MustCompile(`\n{3,}`).ReplaceAllString(out.String(), "\n\n")
 	return []byte(strings.TrimSpace(text) + "\n"), nil
-}
-
-var (
-	trailerRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*: \S`)
-	testsRE   = regexp.MustCompile(`^(The (new |added )?tests?|Tests?)\b`)
-)
-
-// bodyParagraphs picks from a commit message body (the part after the
-// subject) the paragraph describing the change and those describing the
-// tests. The convention of the carry's messages: problem first, then the
-// change, then the tests ("The new tests ..."), then trailers. So the fix
-// is the last paragraph that is neither about tests nor a trailer block,
-// and the tests are the paragraphs starting with "The new tests", "The
-// tests" or "Tests". Both come back unwrapped (GitHub renders a line break
-// in a PR description as a break) and markdown-escaped.
-func bodyParagraphs(body string) (fix, tests string) {
-	var testParas []string
-	for _, para := range strings.Split(strings.TrimSpace(body), "\n\n") {
-		para = strings.TrimSpace(para)
-		if para == "" || isTrailerBlock(para) {
-			continue
-		}
-		if testsRE.MatchString(para) {
-			testParas = append(testParas, markdownText(para))
-			continue
-		}
-		fix = markdownText(para)
-	}
-	return fix, strings.Join(testParas, "\n\n")
-}
-
-func isTrailerBlock(para string) bool {
-	for _, line := range strings.Split(para, "\n") {
-		if !trailerRE.MatchString(line) {
-			return false
-		}
-	}
-	return true
-}
-
-// markdownText joins a paragraph's lines and escapes the characters
-// markdown would read as markup (a `<carry>` would vanish as an HTML tag,
-// `/clusters/*/` could start emphasis).
-func markdownText(para string) string {
-	var words []string
-	for _, line := range strings.Split(para, "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			words = append(words, line)
-		}
-	}
-	text := strings.Join(words, " ")
-	var b strings.Builder
-	for _, r := range text {
-		if strings.ContainsRune("\\`*_<>[]", r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

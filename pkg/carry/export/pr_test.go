@@ -18,44 +18,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/util/markdown"
 )
 
-func TestBodyParagraphs(t *testing.T) {
-	body := `The maps were shared with
-the cache.
-
-1. It wrote into the map.
-
-2. The value was "".
-
-Never write the map found on the partial: build a
-new one (copy-on-write) for /clusters/*/ and <carry> it.
-
-The new tests cover typed and unstructured
-objects.
-
-Tests run with -race.
-
-Signed-off-by: A <a@example.com>
-Co-authored-by: B <b@example.com>`
-	fix, tests := bodyParagraphs(body)
-	if want := `Never write the map found on the partial: build a new one (copy-on-write) for /clusters/\*/ and \<carry\> it.`; fix != want {
-		t.Errorf("fix = %q\nwant  %q", fix, want)
-	}
-	if want := "The new tests cover typed and unstructured objects.\n\nTests run with -race."; tests != want {
-		t.Errorf("tests = %q\nwant    %q", tests, want)
-	}
-	// Only a problem paragraph: it is what there is.
-	if fix, tests := bodyParagraphs("Pass context.Background().\n\nSigned-off-by: A <a@example.com>"); fix != "Pass context.Background()." || tests != "" {
-		t.Errorf("short body: %q, %q", fix, tests)
-	}
-	if fix, tests := bodyParagraphs(""); fix != "" || tests != "" {
-		t.Errorf("empty body: %q, %q", fix, tests)
-	}
-}
-
 func TestMarkdownHelpers(t *testing.T) {
-	if got := markdownText("a_b *c* [d](e) `f` <g>\\"); got != "a\\_b \\*c\\* \\[d\\](e) \\`f\\` \\<g\\>\\\\" {
-		t.Errorf("markdownText = %q", got)
-	}
 	if got := markdown.CodeSpan("UPSTREAM: <carry>: x"); got != "`UPSTREAM: <carry>: x`" {
 		t.Errorf("codeSpan = %q", got)
 	}
@@ -77,12 +40,12 @@ func testCarry() map[string]*series.Series {
 
 func verifyReport(pkgs ...string) *verify.Report {
 	r := &verify.Report{Series: verify.SeriesHashes(testCarry()), Packages: pkgs}
-	r.WithCarry = verify.Outcome{Name: "with the carry", GoWork: "/w"}
-	r.TestsOnly = verify.Outcome{Name: "only the carry's tests, on the pristine fork", GoWork: "/t"}
+	step := verify.Step{Module: "k8s.io/apiserver", Patch: "0001-fix.patch", Without: &verify.Outcome{Name: "before 0001-fix.patch, with its tests"}, With: verify.Outcome{Name: "with 0001-fix.patch"}}
 	for _, p := range pkgs {
-		r.WithCarry.Packages = append(r.WithCarry.Packages, verify.PackageOutcome{ImportPath: p, Passed: true})
-		r.TestsOnly.Packages = append(r.TestsOnly.Packages, verify.PackageOutcome{ImportPath: p, FailedTests: []string{"TestOwned"}, Races: 3, Fatal: "fatal error: concurrent map writes"})
+		step.With.Packages = append(step.With.Packages, verify.PackageOutcome{ImportPath: p, Passed: true})
+		step.Without.Packages = append(step.Without.Packages, verify.PackageOutcome{ImportPath: p, FailedTests: []string{"TestOwned"}, Races: 3, Fatal: "fatal error: concurrent map writes"})
 	}
+	r.Steps = []verify.Step{step}
 	return r
 }
 
@@ -177,21 +140,27 @@ func TestExportEvidence(t *testing.T) {
 	testfs.Write(t, bench, benchText+"\n")
 
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Options{Root: root, OutDir: out, VerifyReport: report, Benchstat: bench})
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, VerifyReport: report, Benchstat: bench})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pr := testfs.Read(t, res.PR)
+	verdict := "verified: each patch passes the tests on its own, and its tests fail without it\n```"
 	testfs.ContainsAll(t, "PR.md", pr,
-		"```\nwith the carry (go test -race):\n  ok   example.com/aserver/handlers\n",
-		"  FAIL example.com/zmachinery/meta\n      1 tests failed (1 with subtests): TestOwned\n      3 data race reports\n      fatal error: concurrent map writes\nverified: the carry's tests fail without the fix and pass with it\n```",
-		"Result of the live suite (`evidence/duel.json`):\n\n```json\n{\n  \"pristine\": {\n    \"died\": true,",
-		"`benchstat` output (`"+bench+"`, written by `make bench`: ",
-		"```\n"+benchText+"\n```",
-		"The benchmarks above measure it.",
+		"```\nFAIL example.com/aserver/handlers (before 0001-fix.patch, with its tests)\n      1 tests failed (1 with subtests): TestOwned\n      3 data race reports\n      fatal error: concurrent map writes\n",
+		"ok   example.com/zmachinery/meta (with 0001-fix.patch)\n"+verdict,
 	)
-	if strings.Contains(pr, "ot measured") || strings.Contains(pr, "Not run") {
-		t.Errorf("PR.md says something was not measured:\n%s", pr)
+	evidence := testfs.Read(t, res.EvidenceFile)
+	testfs.ContainsAll(t, EvidenceFile, evidence,
+		verdict,
+		"## Under load\n\n```json\n{\n  \"pristine\": {\n    \"died\": true,",
+		"interleaved (`"+bench+"`):",
+		"```\n"+benchText+"\n```",
+	)
+	for name, text := range map[string]string{"PR.md": pr, EvidenceFile: evidence} {
+		if strings.Contains(text, "Not run") {
+			t.Errorf("%s says verify was not run:\n%s", name, text)
+		}
 	}
 	want := []Evidence{{"verify", report, true}, {"suite", DefaultSuiteReport, true}, {"benchstat", bench, true}}
 	for i, e := range res.Evidence {
@@ -206,7 +175,7 @@ func TestExportEvidence(t *testing.T) {
 	bad.Problems = []string{"example.com/zmachinery/meta: the tests fail with the carry"}
 	writeJSONFile(t, report, bad)
 	out2 := filepath.Join(t.TempDir(), "out")
-	if _, err := Run(context.Background(), Options{Root: root, OutDir: out2, VerifyReport: report}); err == nil || !strings.Contains(err.Error(), "NOT verified") {
+	if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out2, VerifyReport: report}); err == nil || !strings.Contains(err.Error(), "NOT verified") {
 		t.Errorf("unverified report: %v", err)
 	}
 	if _, err := os.Stat(out2); !os.IsNotExist(err) {
@@ -247,23 +216,28 @@ func TestExportDuelSummary(t *testing.T) {
 	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), string(data))
 
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Options{Root: root, OutDir: out, NoVerify: true})
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := testfs.Read(t, res.PR)
-	testfs.ContainsAll(t, "PR.md", pr,
-		"### On a live test shard\n\nThe same load of concurrent wildcard partial-metadata LISTs",
-		"one shard at a time (`evidence/duel.json`).",
+	evidence := testfs.Read(t, res.EvidenceFile)
+	testfs.ContainsAll(t, EvidenceFile, evidence,
+		"## Under load\n\nThe same load of concurrent wildcard partial-metadata LISTs",
+		"one at a time (`evidence/duel.json`).",
 		"| shard | requests | LIST/s | time to death | fatal error |\n|---|--:|--:|---|---|\n"+
 			"| pristine fork | 3,092 | 800 | 3.5 s | `concurrent map writes` in `handlers.setKCPOriginalAPIVersionAnnotation` |\n"+
 			"| with the carry | 17,160 | 780 | survived 20.0 s | none |\n",
 		"With the carry a lister gets **0.974×** the pristine fork's LIST/s (297/s against 305/s).",
 		"| listers | 1 | 2 | 4 |\n|---|--:|--:|--:|\n| with the carry, LIST/s | 300 | 600 | 1,200 |\n| pristine fork, LIST/s | 300 | **died** at 3.0 s (600/s until then) | **died** at 1.0 s (1,200/s until then) |\n",
-		"- A synthetic report.\n\n### Benchmarks\n",
 	)
-	for _, bad := range []string{"```json", `"schema"`, "### Live suite"} {
-		if strings.Contains(pr, bad) {
+	for _, bad := range []string{"```json", `"schema"`} {
+		if strings.Contains(evidence, bad) {
+			t.Errorf("%s has %q:\n%s", EvidenceFile, bad, evidence)
+		}
+	}
+	// The pull request texts quote no measurement of this repository.
+	for _, bad := range []string{"LIST/s", "duel"} {
+		if pr := testfs.Read(t, res.PR); strings.Contains(pr, bad) {
 			t.Errorf("PR.md has %q:\n%s", bad, pr)
 		}
 	}
@@ -278,7 +252,7 @@ func TestExportDuelSummary(t *testing.T) {
 	}
 	testfs.Write(t, filepath.Join(root, DefaultSuiteReport), string(data))
 	out2 := filepath.Join(t.TempDir(), "out")
-	_, err = Run(context.Background(), Options{Root: root, OutDir: out2, NoVerify: true})
+	_, err = Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out2, NoVerify: true})
 	if want := "--suite-report " + filepath.Join(root, DefaultSuiteReport) + ": duel.patched: variant \"pristine\", want \"patched\""; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("inconsistent duel: %v, want %q", err, want)
 	}
