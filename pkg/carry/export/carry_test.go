@@ -97,6 +97,11 @@ func TestExportTheCarry(t *testing.T) {
 		"Commits: "+res.Patches[0].File+", "+res.Patches[1].File+". -->",
 		"Fixes kcp-dev/kcp#4551",
 	)
+	for _, path := range []string{res.PR, res.KCPPR} {
+		if n := strings.Count(testfs.Read(t, path), "\n"); n > 50 {
+			t.Errorf("%s has %d lines, want at most 50", path, n)
+		}
+	}
 	testfs.ContainsAll(t, "kcp-dev-kcp/PR.md", testfs.Read(t, res.KCPPR),
 		`sed -i "s/v0.0.0-20260602065202-e006560fc76a/$FORK_VERSION/" go.mod`,
 		"Fixes #4551",

@@ -243,7 +243,7 @@ func TestExportStagingLayout(t *testing.T) {
 
 	pr := testfs.Read(t, res.PR)
 	testfs.ContainsAll(t, "PR.md", pr,
-		"<!-- To example.com/fork, base branch kcp-1.36.0 (it holds aaaaaaaaaaaa, the commit kcp pins). Commits: 0001-UPSTREAM-carry-meta-own-the-maps.patch, ",
+		"To example.com/fork, base branch kcp-1.36.0 (it holds aaaaaaaaaaaa, the commit kcp pins). Commits: 0001-UPSTREAM-carry-meta-own-the-maps.patch, ",
 		"## Summary\n",
 		"## What Type of PR Is This?\n\n/kind bug\n",
 		"## Related Issue(s)\n\nFixes kcp-dev/kcp#4551\n",
@@ -369,7 +369,7 @@ func TestExportForkRoot(t *testing.T) {
 	if got := testfs.Read(t, filepath.Join(out, res.Patches[1].File)); !strings.Contains(got, "diff --git a/cmd/main.go b/cmd/main.go\n") {
 		t.Errorf("fork root patch:\n%s", got)
 	}
-	if !strings.Contains(testfs.Read(t, res.PR), "<!-- To github.com/example/fork, base branch "+testBranch+" ") {
+	if !strings.Contains(testfs.Read(t, res.PR), "To github.com/example/fork, base branch "+testBranch+" ") {
 		t.Errorf("PR.md does not name the repository and branch")
 	}
 	compareWithOverlay(t, root, out, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})

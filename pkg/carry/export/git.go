@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 // gitRepo is the throwaway fork repository the carry is applied and

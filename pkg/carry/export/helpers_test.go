@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 func needGit(t *testing.T) {

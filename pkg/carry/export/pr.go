@@ -29,8 +29,7 @@ const EvidenceFile = "EVIDENCE.md"
 
 // releaseNote is both pull requests' release note: what operators see, and
 // what they must do about what a kcp before the fix stored.
-const releaseNote = `Fixed a crash ("fatal error: concurrent map writes") of kcp shards when wildcard partial-metadata LISTs (kcp's garbage collector, quota and other metadata informers) run concurrently, and such LISTs adding kcp.io/original-api-version: "" to built-in objects.
-Objects that a kcp before this fix stored with kcp.io/original-api-version: "" keep it after the upgrade: find and remove it with "carry scrub" (dry run by default; --apply removes only the empty value), or per object with "kubectl annotate <resource> <name> kcp.io/original-api-version-".`
+const releaseNote = `Fixed a crash ("fatal error: concurrent map writes") of kcp shards when wildcard partial-metadata LISTs (kcp's garbage collector, quota and other metadata informers) run concurrently, and such LISTs adding kcp.io/original-api-version: "" to built-in objects. Objects that a kcp before this fix stored with kcp.io/original-api-version: "" keep it after the upgrade: find and remove it with "carry scrub" (dry run by default; --apply removes only the empty value), or per object with "kubectl annotate <resource> <name> kcp.io/original-api-version-".`
 
 // prData is what the templates see.
 type prData struct {
@@ -105,11 +104,12 @@ func renderPRs(res *Result, all []*exported, ev *evidence, o Options, pin string
 	var texts prTexts
 	var err error
 	if ev.verify != nil {
-		// PR.md quotes the last step: the fix's tests failing before it and
-		// passing with it.
-		last := *ev.verify
-		last.Steps = last.Steps[len(last.Steps)-1:]
-		d.Verify = verifyText(&last)
+		// PR.md quotes how the fix's tests fail without it.
+		if fix := ev.verify.Steps[len(ev.verify.Steps)-1]; fix.Without != nil {
+			var b strings.Builder
+			fix.Without.WriteText(&b)
+			d.Verify = strings.TrimRight(b.String(), "\n")
+		}
 	}
 	if texts.fork, err = render("PR.md", forkPRTemplate, d); err != nil {
 		return nil, err

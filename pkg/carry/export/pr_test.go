@@ -148,11 +148,14 @@ func TestExportEvidence(t *testing.T) {
 	verdict := "verified: each patch passes the tests on its own, and its tests fail without it\n```"
 	testfs.ContainsAll(t, "PR.md", pr,
 		"```\nFAIL example.com/aserver/handlers (before 0001-fix.patch, with its tests)\n      1 tests failed (1 with subtests): TestOwned\n      3 data race reports\n      fatal error: concurrent map writes\n",
-		"ok   example.com/zmachinery/meta (with 0001-fix.patch)\n"+verdict,
+		"      fatal error: concurrent map writes\n```",
 	)
+	if strings.Contains(pr, "verified:") {
+		t.Errorf("PR.md quotes more of carry verify than how the fix's tests fail:\n%s", pr)
+	}
 	evidence := testfs.Read(t, res.EvidenceFile)
 	testfs.ContainsAll(t, EvidenceFile, evidence,
-		verdict,
+		"ok   example.com/zmachinery/meta (with 0001-fix.patch)\n"+verdict,
 		"## Under load\n\n```json\n{\n  \"pristine\": {\n    \"died\": true,",
 		"interleaved (`"+bench+"`):",
 		"```\n"+benchText+"\n```",

@@ -28,8 +28,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/mod/modfile"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 // Annotation and label keys. The org.opencontainers ones are the OCI image

@@ -12,9 +12,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 // Dir is the series' directory under the repository root.

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 // ApplyToCopy leaves the tree alone, copies it without .git, and commits

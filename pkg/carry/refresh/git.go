@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 // patchIdent commits the refreshed patch, with its date; the patch file

@@ -18,11 +18,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 // Options configures Run.

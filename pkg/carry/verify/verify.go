@@ -283,12 +283,7 @@ func (r *Report) WriteText(w io.Writer) {
 			runs = []Outcome{*s.Without, s.With}
 		}
 		for _, o := range runs {
-			for _, p := range o.Packages {
-				fmt.Fprintf(w, "%s %s (%s)\n", status(p), p.ImportPath, o.Name)
-				for _, d := range p.details() {
-					fmt.Fprintf(w, "      %s\n", d)
-				}
-			}
+			o.WriteText(w)
 		}
 	}
 	if r.OK() {
@@ -298,6 +293,16 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintln(w, "NOT verified:")
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "  - %s\n", p)
+	}
+}
+
+// WriteText prints a line per package, and the details of what failed.
+func (o Outcome) WriteText(w io.Writer) {
+	for _, p := range o.Packages {
+		fmt.Fprintf(w, "%s %s (%s)\n", status(p), p.ImportPath, o.Name)
+		for _, d := range p.details() {
+			fmt.Fprintf(w, "      %s\n", d)
+		}
 	}
 }
 

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/gitexec"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
 // deathGrace is how long a shard the hammer saw die may take to exit (it
