@@ -19,6 +19,19 @@ import (
 // GOMAXPROCS, 2 here, and most of their time is spent waiting on kcp.
 const kcpE2EParallel = 4
 
+// -test.timeout of kcp's test binaries: a hang fails the run instead of
+// holding it. The regression test creates three workspaces and four
+// objects, makes one wildcard partial-metadata LIST and reads and patches
+// the objects: seconds, on carried and stock kcp alike.
+const (
+	suiteTimeout      = 20 * time.Minute
+	regressionTimeout = 3 * time.Minute
+)
+
+// emptyAnnotation is what the regression test's failure lines show when a
+// read carries the value a stock kcp writes into its watch cache.
+const emptyAnnotation = `kcp.io/original-api-version=""`
+
 // TestRealKCPOwnE2E runs kcp's own e2e tests, compiled from KCP_SOURCE with
 // the tree's go.mod after `git am` of kcp-patches/ (the regression test the
 // carry contributes to kcp's suite), against bin/kcp and bin/kcp-pristine,
@@ -29,7 +42,10 @@ const kcpE2EParallel = 4
 //     must pass on the carried kcp; on the stock one they are reported only
 //     (they pass there too: kcp's suite cannot see the bug).
 //   - regression: kcp-patches' test, after the suite on the same kcp. It must
-//     pass on the carried kcp and fail on the stock one (positive control).
+//     pass on the carried kcp and fail on the stock one (positive control),
+//     for the bug (a read that carries ""); either kcp must be alive and
+//     ready afterwards, as kcp's shared test server must be for the tests
+//     beside it.
 func TestRealKCPOwnE2E(t *testing.T) {
 	src := kcpSource(t, "kcp's own e2e tests are compiled from a kcp source tree: set "+EnvKCPSource)
 	root := repoRoot(t)
@@ -62,7 +78,7 @@ func TestRealKCPOwnE2E(t *testing.T) {
 			logDir := filepath.Join(work, "logs", variant)
 			t.Run("kcp-suite", func(t *testing.T) {
 				for _, p := range kcpe2e.Subset {
-					res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), nil)
+					res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), suiteTimeout)
 					t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
 					if skipped := res.Names(kcpe2e.Skip); len(skipped) > 0 {
 						t.Logf("%s: skipped by kcp's framework: %s", p.Dir, strings.Join(skipped, ", "))
@@ -76,30 +92,28 @@ func TestRealKCPOwnE2E(t *testing.T) {
 			})
 			t.Run("regression", func(t *testing.T) {
 				p := kcpe2e.Regression
-				// The last test on this kcp, which is thrown away: PRESERVE=1,
-				// kcp's framework switch, keeps its workspaces, or a dead stock
-				// kcp costs 3 minutes of delete retries per workspace.
-				res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, "regression", []string{"PRESERVE=1"})
-				t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
+				began := time.Now()
+				res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, "regression", regressionTimeout)
+				t.Logf("%s kcp (%s): %s; the run took %s (test binary included; -test.timeout=%s)", variant, bin, res.Summary(), time.Since(began).Round(time.Millisecond), regressionTimeout)
+				// The test makes one wildcard partial-metadata LIST and reads
+				// and patches a few objects: a kcp it leaves dead or unready,
+				// carried or stock, is a failure (it shares kcp's test server).
+				expectAliveAndReady(t, s)
 				if variant == "patched" {
 					expectAllPassed(t, p, res)
-					if s.Died() {
-						t.Errorf("the carried kcp died: %v\n%s", s.ExitError(), server.TailLines(s.Stderr(), 40))
-					}
 					return
 				}
 				if res.Failed != len(p.Tests) {
 					t.Errorf("positive control: %s did not fail on the stock kcp (%s)", strings.Join(p.Tests, ", "), res.Summary())
 					return
 				}
-				how := "kcp still running"
-				if s.Died() {
-					how = "kcp died"
-					if f := s.Fatal(); f != nil {
-						how += ": " + f.String()
-					}
+				// It must fail for the bug: a read that carries "", not a timeout.
+				found := emptyAnnotationLines(t, filepath.Join(logDir, "regression.log"))
+				if len(found) == 0 {
+					t.Errorf("positive control: %s failed on the stock kcp, but no read carried %s (not the bug):\n%s", strings.Join(p.Tests, ", "), emptyAnnotation, describeFailures(res))
+					return
 				}
-				t.Logf("positive control: %s fails on the stock kcp as it must (%s); first lines:\n%s", strings.Join(p.Tests, ", "), firstLine(how), firstFailureLines(res, 12))
+				t.Logf("positive control: %s fails on the stock kcp as it must, %d reads carry %s; the first:\n%s", strings.Join(p.Tests, ", "), len(found), emptyAnnotation, strings.Join(found[:min(8, len(found))], "\n"))
 			})
 		})
 	}
@@ -154,7 +168,7 @@ func startKCPForE2E(t *testing.T, bin, tree string) *server.KCP {
 
 // runKCPTests runs one package's selected tests against s, their output in
 // logDir/<logName>.log.
-func runKCPTests(t *testing.T, s *server.KCP, tree string, p kcpe2e.Package, bin, logDir, logName string, env []string) *kcpe2e.Result {
+func runKCPTests(t *testing.T, s *server.KCP, tree string, p kcpe2e.Package, bin, logDir, logName string, timeout time.Duration) *kcpe2e.Result {
 	t.Helper()
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -167,7 +181,7 @@ func runKCPTests(t *testing.T, s *server.KCP, tree string, p kcpe2e.Package, bin
 	defer log.Close()
 	res, err := kcpe2e.Run(context.Background(), kcpe2e.RunOptions{
 		Package: p, Binary: bin, Tree: tree, Kubeconfig: s.KubeconfigPath(), KCP: s.Binary(),
-		Parallel: kcpE2EParallel, Timeout: 20 * time.Minute, Env: env, Log: log, Progress: t.Logf,
+		Parallel: kcpE2EParallel, Timeout: timeout, Log: log, Progress: t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -211,26 +225,35 @@ func describeFailures(res *kcpe2e.Result) string {
 	return b.String()
 }
 
-// firstFailureLines is the start of the first failed test's kept output.
-func firstFailureLines(res *kcpe2e.Result, n int) string {
-	for _, tr := range res.Tests {
-		if tr.Outcome == kcpe2e.Fail {
-			var lines []string
-			for _, l := range tr.Output {
-				if strings.Contains(l, "Error") || strings.Contains(l, "carries") || strings.Contains(l, "error") {
-					lines = append(lines, l)
-				}
-			}
-			if len(lines) == 0 {
-				lines = tr.Output
-			}
-			return strings.Join(lines[:min(n, len(lines))], "\n")
-		}
+// expectAliveAndReady fails t unless s is running and answers /readyz.
+func expectAliveAndReady(t *testing.T, s *server.KCP) {
+	t.Helper()
+	if s.Died() {
+		t.Errorf("kcp died: %v\n%s", s.ExitError(), server.TailLines(s.Stderr(), 40))
+		return
 	}
-	return ""
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := server.Readyz(ctx, s.Config()); err != nil {
+		t.Errorf("kcp is not ready after the regression test: %v", err)
+		return
+	}
+	t.Logf("kcp (pid %d) is alive and ready after the regression test", s.PID())
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// emptyAnnotationLines are the lines of the test log at path that report a
+// read carrying emptyAnnotation.
+func emptyAnnotationLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, emptyAnnotation) {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	return lines
 }

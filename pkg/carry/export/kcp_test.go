@@ -34,7 +34,7 @@ func TestExportKCPPatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].File != "kcp-dev-kcp/0001-e2e-a-new-test.patch" || got[0].Subject != "UPSTREAM: <carry>: e2e: a new test" ||
+	if len(got) != 1 || got[0].File != "kcp-dev-kcp/0001-e2e-a-new-test.patch" || got[0].Subject != "e2e: a new test" ||
 		strings.Join(got[0].Files, ",") != "test/e2e/conformance/new_test.go" || strings.Join(got[0].AppliesTo, ",") != tree {
 		t.Errorf("exported: %+v", got)
 	}

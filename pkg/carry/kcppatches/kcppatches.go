@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/copytree"
@@ -20,9 +21,18 @@ import (
 // Dir is the series' directory under the repository root.
 const Dir = "kcp-patches"
 
-// Load reads root/kcp-patches/series and its patches.
+// Load reads root/kcp-patches/series and its patches (CheckSubject).
 func Load(root string) (*series.Series, error) {
-	return series.Load(filepath.Join(root, Dir))
+	return series.LoadChecked(filepath.Join(root, Dir), CheckSubject)
+}
+
+// CheckSubject refuses the fork's UPSTREAM: subjects: kcp's own commits do
+// not use that convention (their subjects read "e2e: ..." or a sentence).
+func CheckSubject(subject string) error {
+	if strings.HasPrefix(subject, "UPSTREAM:") {
+		return fmt.Errorf("subject %q: kcp's commits do not use the fork's UPSTREAM: convention", subject)
+	}
+	return nil
 }
 
 // committer commits the copied tree, and is the author and committer of the

@@ -18,7 +18,7 @@ import (
 // tree, and the copy holds no half-applied patch.
 func TestApplyToCopy(t *testing.T) {
 	// testdata/kcp-patches is one new-file patch in git format-patch form,
-	// with a commitchecker-style subject; export's tests use it too.
+	// with a kcp-style subject; export's tests use it too.
 	root, err := filepath.Abs("testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestApplyToCopy(t *testing.T) {
 		t.Errorf("old_test.go in the copy = %q", got)
 	}
 	out := gitLog(t, dst)
-	if want := "carry <carry@localhost> UPSTREAM: <carry>: e2e: a new test\ncarry <carry@localhost> kcp tree from " + tree; out != want {
+	if want := "carry <carry@localhost> e2e: a new test\ncarry <carry@localhost> kcp tree from " + tree; out != want {
 		t.Errorf("git log of the copy:\n%s\nwant:\n%s", out, want)
 	}
 
@@ -60,6 +60,20 @@ func TestApplyToCopy(t *testing.T) {
 	err = ApplyToCopy(ctx, tree, dst, s)
 	if err == nil || !strings.Contains(err.Error(), "0001-e2e-a-new-test.patch does not apply to kcp tree "+tree) {
 		t.Errorf("a tree the patch does not apply to: err = %v", err)
+	}
+}
+
+// A kcp patch with the fork's UPSTREAM: subject is refused, naming the line.
+func TestLoadRefusesUpstreamSubject(t *testing.T) {
+	root := t.TempDir()
+	patch := testfs.Read(t, filepath.Join("testdata", Dir, "0001-e2e-a-new-test.patch"))
+	testfs.WriteTree(t, filepath.Join(root, Dir), map[string]string{
+		"series":                    "0001-e2e-a-new-test.patch\n",
+		"0001-e2e-a-new-test.patch": strings.Replace(patch, "Subject: [PATCH] e2e:", "Subject: [PATCH] UPSTREAM: <carry>: e2e:", 1),
+	})
+	_, err := Load(root)
+	if err == nil || !strings.Contains(err.Error(), "0001-e2e-a-new-test.patch:3: subject \"UPSTREAM: <carry>: e2e: a new test\": kcp's commits do not use") {
+		t.Errorf("Load of an UPSTREAM: subject: err = %v", err)
 	}
 }
 

@@ -71,8 +71,13 @@ type Patch struct {
 }
 
 // Load reads dir/series and every patch it lists. All problems found are
-// reported together, each naming the file and, when known, the line.
-func Load(dir string) (*Series, error) {
+// reported together, each naming the file and, when known, the line. Every
+// subject must follow the UPSTREAM: convention (CheckSubject).
+func Load(dir string) (*Series, error) { return LoadChecked(dir, CheckSubject) }
+
+// LoadChecked is Load with checkSubject judging each patch's subject: a
+// series for another repository follows that repository's convention.
+func LoadChecked(dir string, checkSubject func(subject string) error) (*Series, error) {
 	seriesPath := filepath.Join(dir, FileName)
 	data, err := os.ReadFile(seriesPath)
 	if err != nil {
@@ -94,7 +99,7 @@ func Load(dir string) (*Series, error) {
 			errs = append(errs, fmt.Errorf("%s:%d: %w", seriesPath, n.line, err))
 			continue
 		}
-		p, err := ParsePatch(path, pdata)
+		p, err := parsePatch(path, pdata, checkSubject)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -180,8 +185,13 @@ func parseSeriesFile(path string, data []byte) ([]seriesEntry, []error) {
 	return entries, errs
 }
 
-// ParsePatch parses a git format-patch file; path names it in errors.
+// ParsePatch parses a git format-patch file whose subject follows the
+// UPSTREAM: convention; path names it in errors.
 func ParsePatch(path string, data []byte) (*Patch, error) {
+	return parsePatch(path, data, CheckSubject)
+}
+
+func parsePatch(path string, data []byte, checkSubject func(string) error) (*Patch, error) {
 	files, preamble, err := gitdiff.Parse(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: malformed patch: %w", path, err)
@@ -196,7 +206,7 @@ func ParsePatch(path string, data []byte) (*Patch, error) {
 	if header.Title == "" {
 		return nil, fmt.Errorf("%s: malformed patch header: no Subject (want git format-patch output)", path)
 	}
-	if err := CheckSubject(header.Title); err != nil {
+	if err := checkSubject(header.Title); err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", path, subjectLine(data), err)
 	}
 	for _, f := range files {
