@@ -83,7 +83,8 @@ SHARDED_REDUCED ?=
 RACE ?=
 ifeq ($(RACE),1)
 test-sharded: overlay
-	$(MAKE) kcp-race RACE_CMDS='$(SHARDED_CMDS)'
+	@test -d "$(KCP_SOURCE)" || { echo "make test-sharded RACE=1: set KCP_SOURCE=<kcp source tree> (a directory)" >&2; exit 1; }
+	$(CARRY) build --race --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS) --out $(RACE_BIN)
 	KCP_CARRY_SHARDED_RACE=1 KCP_CARRY_SHARDED_REDUCED=$(SHARDED_REDUCED) $(GO) test $(GO_TEST_FLAGS) -v -run '^TestShardedKCPRace' ./test/sharded/
 else
 test-sharded: sharded
