@@ -42,7 +42,7 @@ func (r replaceFlags) Type() string { return "MODULE=DIR" }
 type BuildOptions struct {
 	commonOptions
 	source, out, kcpVersion string
-	pristine                bool
+	pristine, race          bool
 	replaces                replaceFlags
 	cmds                    []string
 }
@@ -54,6 +54,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.source, "kcp-source", "", "build this kcp git checkout (source mode) instead of the kcp release go.mod requires (module mode)")
 	fs.StringVar(&o.out, "out", "", "directory for the binaries (default ROOT/bin)")
 	fs.BoolVar(&o.pristine, "pristine", false, "build the same kcp without the carry (the fork at its pin), as <command>-pristine: the positive control")
+	fs.BoolVar(&o.race, "race", false, "build with the race detector (-race, cgo on; needs the C compiler `go env CC` names), stamped -race in /version's gitVersion, into ROOT/bin/race unless --out")
 	fs.StringVar(&o.kcpVersion, "kcp-version", "", "kcp version to stamp into a source-mode build of a tree without git metadata (default: ROOT/go.mod's kcp release when the tree is exactly its module source, else the commit a kcp-<commit> archive directory names)")
 	fs.Var(o.replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
 	fs.StringArrayVar(&o.cmds, "cmd", nil, "kcp main package to build, relative to kcp's root (repeatable; default "+strings.Join(kcpbuild.DefaultCommands, ", ")+")")
@@ -73,6 +74,7 @@ func (o *BuildOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 		Progress:   stderr,
 		Pristine:   o.pristine,
 		KCPVersion: o.kcpVersion,
+		Race:       o.race,
 	})
 	if err != nil {
 		return failBuild(stderr, "build", err)

@@ -220,6 +220,13 @@ func TestShardedKCPPatched(t *testing.T) {
 	bins := binaries(t, "patched")
 	began := time.Now()
 	topo := startTopology(t, bins)
+	runCarried(t, topo, began)
+}
+
+// runCarried is TestShardedKCPPatched's load and verdict on a started
+// carried topology (also its race builds', TestShardedKCPRaceCarried).
+func runCarried(t *testing.T, topo *server.Topology, began time.Time) {
+	t.Helper()
 	expectLoopbackOnly(t, topo)
 	ws := placeWorkspaces(t, topo)
 

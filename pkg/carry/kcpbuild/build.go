@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -48,9 +50,14 @@ type Options struct {
 	// OutDir receives the binaries. Default Root/bin, or Root/bin/GOOS_GOARCH
 	// when GOOS or GOARCH is set.
 	OutDir string
-	// GOOS and GOARCH cross-compile for another platform (CGO is always off).
-	// Empty means the go command's default.
+	// GOOS and GOARCH cross-compile for another platform (CGO off). Empty
+	// means the go command's default. Refused with Race.
 	GOOS, GOARCH string
+	// Race builds with the race detector: -race, cgo on (a C compiler, the
+	// one `go env CC` names, must be installed), linked dynamically for this
+	// machine, stamped "-race" at the end of the gitVersion. The default
+	// OutDir is then Root/bin/race, so race binaries never replace bin/kcp.
+	Race bool
 	// Progress receives a line per step and the go command's output. nil discards.
 	Progress io.Writer
 	// Now is the build date stamped in; zero means time.Now.
@@ -78,6 +85,8 @@ type Result struct {
 	// Pins names the fork versions the binaries were checked to link.
 	Pristine bool                      `json:"pristine,omitempty"`
 	Pins     map[string]module.Version `json:"pins,omitempty"`
+	// Race is set for a --race build; its binaries' build info shows -race=true.
+	Race bool `json:"race,omitempty"`
 }
 
 // binarySuffix is appended to each binary's name: a pristine build sits next
@@ -96,6 +105,11 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	b := &builder{opts: o, log: o.Progress}
+	if o.Race {
+		if err := b.checkCCompiler(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if o.KCPSource != "" {
 		return b.sourceMode(ctx)
 	}
@@ -109,6 +123,9 @@ func (o Options) resolve() (Options, error) {
 	var err error
 	if o.Root, err = filepath.Abs(o.Root); err != nil {
 		return o, err
+	}
+	if o.Race && ((o.GOOS != "" && o.GOOS != runtime.GOOS) || (o.GOARCH != "" && o.GOARCH != runtime.GOARCH)) {
+		return o, fmt.Errorf("--race: cannot cross-compile for %s/%s: the race detector needs cgo and a C toolchain for the target; build --race on a %s/%s machine", or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH), or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH))
 	}
 	if o.OutDir == "" {
 		o.OutDir = o.defaultOutDir()
@@ -175,7 +192,11 @@ func (b *builder) goEnv(gowork string, extraGoFlags string) []string {
 		return strings.HasPrefix(kv, "GOWORK=") || strings.HasPrefix(kv, "CGO_ENABLED=") || strings.HasPrefix(kv, "GOFLAGS=")
 	})
 	goflags := strings.TrimSpace(os.Getenv("GOFLAGS") + " " + extraGoFlags)
-	env = append(env, "GOWORK="+gowork, "CGO_ENABLED=0", "GOFLAGS="+goflags)
+	cgo := "0"
+	if b.opts.Race {
+		cgo = "1" // the race runtime is linked through cgo
+	}
+	env = append(env, "GOWORK="+gowork, "CGO_ENABLED="+cgo, "GOFLAGS="+goflags)
 	return append(env, b.opts.platformEnv()...)
 }
 
@@ -213,7 +234,11 @@ func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []st
 	}
 	defer os.RemoveAll(tmp)
 
-	args := append([]string{"build", "-ldflags", ldflags, "-o", tmp + string(os.PathSeparator)}, pkgs...)
+	args := []string{"build", "-ldflags", ldflags, "-o", tmp + string(os.PathSeparator)}
+	if b.opts.Race {
+		args = append(args, "-race")
+	}
+	args = append(args, pkgs...)
 	b.logf("go build %s", strings.Join(pkgs, " "))
 	if err := run.goCmd(ctx, dir, b.log, args...); err != nil {
 		return nil, err
@@ -226,8 +251,16 @@ func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []st
 		return nil, fmt.Errorf("go build produced %d binaries for %d packages", len(entries), len(pkgs))
 	}
 	for _, e := range entries {
-		if err := check(filepath.Join(tmp, e.Name())); err != nil {
+		bin := filepath.Join(tmp, e.Name())
+		if err := check(bin); err != nil {
 			return nil, err
+		}
+		race, err := RaceBuild(bin)
+		if err != nil {
+			return nil, err
+		}
+		if race != b.opts.Race {
+			return nil, fmt.Errorf("%s: build info says -race=%t, want %t", e.Name(), race, b.opts.Race)
 		}
 	}
 	var out []string
@@ -317,4 +350,58 @@ func findDep(info *buildinfo.BuildInfo, path string) *debug.Module {
 		}
 	}
 	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// CCompilerError says that a race build has no C compiler to link with.
+type CCompilerError struct {
+	CC  string // what `go env CC` resolves to
+	Err error
+}
+
+func (e *CCompilerError) Error() string {
+	return fmt.Sprintf("--race needs a C compiler (the race detector links through cgo): `go env CC` is %q, which is not installed (%v); install it (e.g. apt-get install gcc) or set CC to one that is", e.CC, e.Err)
+}
+
+func (e *CCompilerError) Unwrap() error { return e.Err }
+
+// checkCCompiler makes sure the C compiler the go command would use for a cgo
+// build (`go env CC`, with the build's environment) exists, before an
+// expensive build fails late with cgo's own message.
+func (b *builder) checkCCompiler(ctx context.Context) error {
+	var out strings.Builder
+	run := runner{env: b.goEnv("off", ""), stderr: b.log}
+	if err := run.goCmd(ctx, b.opts.Root, &out, "env", "CC"); err != nil {
+		return fmt.Errorf("--race: go env CC: %w", err)
+	}
+	cc := strings.TrimSpace(out.String())
+	fields := strings.Fields(cc)
+	if len(fields) == 0 {
+		return &CCompilerError{CC: cc, Err: fmt.Errorf("empty")}
+	}
+	if _, err := exec.LookPath(fields[0]); err != nil {
+		return &CCompilerError{CC: cc, Err: err}
+	}
+	return nil
+}
+
+// RaceBuild reads a binary's build info: whether it was built with -race
+// (`go version -m` shows "build -race=true").
+func RaceBuild(binary string) (bool, error) {
+	info, err := buildinfo.ReadFile(binary)
+	if err != nil {
+		return false, fmt.Errorf("reading build info of %s: %w", binary, err)
+	}
+	for _, s := range info.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true", nil
+		}
+	}
+	return false, nil
 }

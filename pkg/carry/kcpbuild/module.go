@@ -119,6 +119,7 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		CarryID:     id,
 		BuildDate:   b.opts.Now,
 		Pristine:    b.opts.Pristine,
+		Race:        b.opts.Race,
 	}
 	ldflags, err := v.LDFlags()
 	if err != nil {
@@ -204,6 +205,7 @@ func (b *builder) result(mode, kcpVersion string, v VersionInfo, bins []string, 
 	if b.opts.Pristine {
 		r.Pristine, r.Pins = true, pins
 	}
+	r.Race = b.opts.Race
 	return r
 }
 

@@ -22,7 +22,11 @@ func (o Options) platformEnv() []string {
 
 // defaultOutDir keeps cross-compiled binaries apart from the host's bin/kcp:
 // Root/bin for a default build, Root/bin/GOOS_GOARCH for a chosen platform.
+// A race build goes to Root/bin/race.
 func (o Options) defaultOutDir() string {
+	if o.Race {
+		return filepath.Join(o.Root, "bin", "race")
+	}
 	if o.GOOS == "" && o.GOARCH == "" {
 		return filepath.Join(o.Root, "bin")
 	}

@@ -103,6 +103,7 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	v.CarryID = id
 	v.BuildDate = b.opts.Now
 	v.Pristine = b.opts.Pristine
+	v.Race = b.opts.Race
 	ldflags, err := v.LDFlags()
 	if err != nil {
 		return nil, fmt.Errorf("%s/go.mod: %w", src, err)

@@ -24,7 +24,10 @@ type VersionInfo struct {
 	// CarryID identifies the patch series built in (a digest of its files).
 	CarryID string
 	// Pristine marks a build without the carry.
-	Pristine  bool
+	Pristine bool
+	// Race marks a build with the race detector (-race, cgo on): its
+	// gitVersion ends in "-race" and it links dynamically.
+	Race      bool
 	BuildDate time.Time
 }
 
@@ -33,16 +36,31 @@ var kubeVersionRE = regexp.MustCompile(`^v(\d+)\.(\d+)`)
 // GitVersion is kcp's `<kubernetes version>+kcp-<describe>` with a suffix that
 // marks a build carrying our patches (or a pristine one built alongside), so `kcp --version` and /version tell a
 // patched shard from a release one.
+// A race build (VersionInfo.Race) ends in "-race" after either mark.
 func (v VersionInfo) GitVersion() string {
+	s := fmt.Sprintf("%s+kcp-%s-carry-%s", v.KubeVersion, v.KCPDescribe, v.CarryID)
 	if v.Pristine {
-		return fmt.Sprintf("%s+kcp-%s-pristine", v.KubeVersion, v.KCPDescribe)
+		s = fmt.Sprintf("%s+kcp-%s-pristine", v.KubeVersion, v.KCPDescribe)
 	}
-	return fmt.Sprintf("%s+kcp-%s-carry-%s", v.KubeVersion, v.KCPDescribe, v.CarryID)
+	if v.Race {
+		s += raceMark
+	}
+	return s
+}
+
+// raceMark ends the gitVersion of a race build.
+const raceMark = "-race"
+
+// IsRaceBuild says whether a server's gitVersion (/version) is that of a
+// build with the race detector, carried or pristine.
+func IsRaceBuild(gitVersion string) bool {
+	return strings.HasSuffix(gitVersion, raceMark) && strings.Contains(gitVersion, "+kcp-")
 }
 
 // carryStampRE matches what GitVersion stamps into a build with the carry:
 // "<kubernetes version>+kcp-<describe>-carry-<id>", the id a digest of the series.
-var carryStampRE = regexp.MustCompile(`\+kcp-(.+)-carry-([0-9a-z]+)$`)
+// A race build's "-race" after the id is allowed.
+var carryStampRE = regexp.MustCompile(`\+kcp-(.+)-carry-([0-9a-z]+)(?:-race)?$`)
 
 // CarryStamp reads a server's gitVersion (/version): the carry's id and the kcp
 // describe when GitVersion stamped it into a build with the carry, ok=false for
@@ -76,6 +94,10 @@ func (v VersionInfo) LDFlags() (string, error) {
 			flags = append(flags, fmt.Sprintf("-X %s.%s=%s", pkg, kv.name, kv.value))
 		}
 	}
-	flags = append(flags, "-extldflags '-static'")
+	if !v.Race {
+		// The race runtime needs cgo and the system's C library, which does
+		// not link statically; a race build is for this machine only.
+		flags = append(flags, "-extldflags '-static'")
+	}
 	return strings.Join(flags, " "), nil
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
@@ -33,8 +34,11 @@ type ServerOptions struct {
 	// the feature gates are read from it.
 	Tree string
 	// Env are extra environment variables for kcp.
-	Env      []string
-	Progress func(format string, args ...any)
+	Env []string
+	// ReadyTimeout bounds the wait for kcp's /readyz (default
+	// server.KCPReadyTimeout); a race build starts several times slower.
+	ReadyTimeout time.Duration
+	Progress     func(format string, args ...any)
 }
 
 // StartServer writes the client CA (RootDir/client-ca.crt and .key, where
@@ -72,8 +76,9 @@ func StartServer(ctx context.Context, o ServerOptions) (*server.KCP, error) {
 			"--feature-gates=" + gates,
 		},
 		// As kcp's Makefile runs its e2e servers.
-		Env:      append([]string{"UNSAFE_E2E_HACK_DISABLE_ETCD_FSYNC=true"}, o.Env...),
-		Progress: o.Progress,
+		Env:          append([]string{"UNSAFE_E2E_HACK_DISABLE_ETCD_FSYNC=true"}, o.Env...),
+		ReadyTimeout: o.ReadyTimeout,
+		Progress:     o.Progress,
 	})
 }
 

@@ -1,0 +1,147 @@
+package racereport_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/harness/racereport"
+)
+
+// runRacy builds testdata/racy with -race and runs it with GORACE set as the
+// suite sets it for kcp (racereport.Env): the reports land in dir/race.<pid>
+// and do not stop the program. It returns dir and the program's stderr.
+func runRacy(t *testing.T) (string, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds a -race binary; skipped with -short")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "racy")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-race", "-o", bin, ".")
+	build.Dir = filepath.Join("testdata", "racy")
+	build.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -race testdata/racy: %v\n%s", err, out)
+	}
+	dir := filepath.Join(tmp, "race")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := exec.CommandContext(ctx, bin)
+	run.Env = append(os.Environ(), racereport.Env(dir))
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	err := run.Run()
+	// The race runtime exits 66 when it reported a race, after the program
+	// ran to its end (halt_on_error=0).
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 66 {
+		t.Fatalf("racy: %v, want exit status 66; stderr:\n%s", err, stderr.String())
+	}
+	return dir, stderr.String()
+}
+
+func TestParseDirRealReports(t *testing.T) {
+	dir, stderr := runRacy(t)
+	if strings.Contains(stderr, "DATA RACE") {
+		t.Errorf("log_path did not take the reports off stderr:\n%s", stderr)
+	}
+	reps, files, err := racereport.ParseDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), "race.") {
+		t.Fatalf("files %v, want one race.<pid>", files)
+	}
+	// The map race is reported once or twice (the map's header and its
+	// slot), the counter once: two groups.
+	gs := racereport.GroupByKey(reps)
+	if len(gs) != 2 {
+		t.Fatalf("%d groups of %d reports, want 2 (the map, the counter):\n%+v", len(gs), len(reps), gs)
+	}
+	keys := map[string]bool{}
+	for _, g := range gs {
+		keys[g.Key] = true
+	}
+	for _, want := range []string{"main.readAnnotation <-> main.setAnnotation", "main.main.func3 <-> main.main.func3"} {
+		if !keys[want] {
+			t.Errorf("groups %v lack %q", keys, want)
+		}
+	}
+	var mapRace *racereport.Report
+	for i := range reps {
+		if reps[i].HasFrame("main.setAnnotation") {
+			mapRace = &reps[i]
+		}
+	}
+	if mapRace == nil {
+		t.Fatalf("no report names main.setAnnotation:\n%s", reps[0].Text)
+	}
+	if len(mapRace.Accesses) != 2 {
+		t.Fatalf("%d accesses, want 2:\n%s", len(mapRace.Accesses), mapRace.Text)
+	}
+	ops := mapRace.Accesses[0].Op + "/" + mapRace.Accesses[1].Op
+	if ops != "Write/Previous read" && ops != "Read/Previous write" {
+		t.Errorf("accesses %s, want a write and a read", ops)
+	}
+	for _, a := range mapRace.Accesses {
+		if len(a.Frames) == 0 || a.Frames[0].File == "" || a.Frames[0].Line == 0 {
+			t.Errorf("access %s: frames %v lack file:line", a.Op, a.Frames)
+		}
+		if !strings.HasPrefix(a.Goroutine, "goroutine ") {
+			t.Errorf("access %s by %q", a.Op, a.Goroutine)
+		}
+	}
+	if !mapRace.InPackages("main") || mapRace.InPackages(racereport.CarryPackages...) {
+		t.Errorf("InPackages: main %t, carry packages %t", mapRace.InPackages("main"), mapRace.InPackages(racereport.CarryPackages...))
+	}
+	if strings.Contains(mapRace.Text, "==================") || !strings.HasPrefix(mapRace.Text, "WARNING: DATA RACE") {
+		t.Errorf("report text:\n%s", mapRace.Text)
+	}
+}
+
+func TestParseCutReport(t *testing.T) {
+	// A process killed while writing: no closing separator, a stack cut short.
+	reps := racereport.ParseString("noise\n==================\nWARNING: DATA RACE\nWrite at 0x00c0000a0000 by goroutine 7:\n  pkg.f()\n      /x/f.go:3 +0x1\n")
+	if len(reps) != 1 || len(reps[0].Accesses) != 1 || reps[0].Accesses[0].Top() != "pkg.f" || reps[0].Key() != "pkg.f" {
+		t.Fatalf("got %+v", reps)
+	}
+	if n := len(racereport.ParseString("no report here\n==================\n")); n != 0 {
+		t.Errorf("%d reports in text without one", n)
+	}
+}
+
+func TestKnown(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "known")
+	if err := os.WriteFile(p, []byte("# races written up\n\na.f <-> b.g # docs/races.md#one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := racereport.LoadKnown(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := []racereport.Group{{Key: "a.f <-> b.g"}, {Key: "c.h <-> c.h"}}
+	known, unknown := k.Split(gs)
+	if len(known) != 1 || known[0].Key != "a.f <-> b.g" || len(unknown) != 1 || unknown[0].Key != "c.h <-> c.h" {
+		t.Errorf("known %v, unknown %v", known, unknown)
+	}
+	if err := os.WriteFile(p, []byte("just a function\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := racereport.LoadKnown(p); err == nil || !strings.Contains(err.Error(), p+":1") {
+		t.Errorf("LoadKnown of a bad line: %v, want an error naming %s:1", err, p)
+	}
+}
+
+// The repository's own list must load: the race phase reads it.
+func TestRepositoryKnownList(t *testing.T) {
+	if _, err := racereport.LoadKnown(filepath.Join("..", "..", "..", "docs", "races.known")); err != nil {
+		t.Fatal(err)
+	}
+}
