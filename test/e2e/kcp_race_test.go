@@ -332,7 +332,8 @@ func partialList(hc *http.Client, url string) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", resp.Status, firstLine(string(body)))
+		line, _, _ := strings.Cut(string(body), "\n")
+		return fmt.Errorf("%s: %s", resp.Status, line)
 	}
 	return nil
 }
