@@ -46,6 +46,14 @@ func Parse(name string, o Options, args []string, usageHead string, stderr io.Wr
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	return Prepare(o)
+}
+
+// Prepare runs Complete, then Validate, on parsed options. Its error is a
+// usage error, whichever of the two returned it: the commands that parse
+// their flags elsewhere (carry's cobra subcommands) call it too, so that
+// every command treats them alike.
+func Prepare(o Options) error {
 	if err := o.Complete(); err != nil {
 		return err
 	}
