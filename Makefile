@@ -12,8 +12,11 @@ GO_TEST_FLAGS ?= -timeout 60m -count=1
 
 all: build kcp
 
+# bin/kubectl-carry is the same binary under kubectl's plugin name: with bin/
+# on PATH, `kubectl carry scrub ...` runs `kubectl-carry scrub ...`.
 carry:
 	GOWORK=off $(GO) build -o $(CARRY) ./cmd/carry
+	cp -f $(CARRY) bin/kubectl-carry
 
 # Verify the fork zips against go.sum, apply staging-patches/, point go.work at .overlay/.
 overlay: carry
