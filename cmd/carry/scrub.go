@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/scrub"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 )
 
 // ScrubOptions are carry scrub's flags, onto scrub.Options. The connection
@@ -47,8 +48,8 @@ func (o *ScrubOptions) AddFlags(fs *pflag.FlagSet) {
 	// kubectl's help for the two that matter most here.
 	fs.Lookup("context").Usage = "kubeconfig context; it must LIST through /clusters/* (kcp's shard-base) unless --workspaces is given"
 	fs.Lookup("server").Usage = "server base URL, e.g. https://127.0.0.1:6443 (with --token or --client-certificate/--client-key, and --certificate-authority); its user must LIST through /clusters/* unless --workspaces is given"
-	fs.StringSliceVar(&o.workspaces, "workspaces", nil, "scan these workspaces (paths or logical cluster names, comma-separated) one by one, e.g. through the front-proxy, instead of /clusters/*")
-	fs.StringSliceVar(&o.resources, "resources", nil, "scan only these resources, as kubectl spells them (configmaps,clusterroles.rbac.authorization.k8s.io); default every built-in one that supports list and patch")
+	cmdline.ListVar(fs, &o.workspaces, "workspaces", nil, "scan these workspaces (paths or logical cluster names, comma-separated) one by one, e.g. through the front-proxy, instead of /clusters/*")
+	cmdline.ListVar(fs, &o.resources, "resources", nil, "scan only these resources, as kubectl spells them (configmaps,clusterroles.rbac.authorization.k8s.io); default every built-in one that supports list and patch")
 	fs.StringVar(&d.DiscoveryCluster, "discovery-cluster", d.DiscoveryCluster, "logical cluster whose discovery names the built-in resources (wildcard mode)")
 	fs.Int64Var(&d.PageSize, "page-size", d.PageSize, "objects per LIST page")
 	fs.Float64Var(&o.qps, "qps", o.qps, "requests per second, all requests of the run together")
