@@ -54,6 +54,9 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error { return errNoCommand },
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	if displayName != "" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: displayName}
+	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	add := func(name, use, short, long string, o subcommand) {
@@ -71,7 +74,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		"link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", "", NewBuildOptions())
 	add("image", "image (--push REF | --out DIR) [--base REF | --base oci:DIR] [--platform linux/amd64,linux/arm64] [--kcp-source DIR] [--replace MODULE=DIR ...] [--bin-dir DIR] [--json] [--root DIR]",
 		"layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", "", NewImageOptions())
-	add("scrub", "scrub [--kubeconfig FILE] [--context NAME] [--workspaces root,root:org] [--resources configmaps,...] [--apply [--force]] [--list] [--json]",
+	add("scrub", "scrub [--kubeconfig FILE] [--context NAME] [--server URL (--token T | --client-certificate FILE --client-key FILE) --certificate-authority FILE] [--as USER] [--workspaces root,root:org] [--resources configmaps,...] [--apply [--force]] [--list] [--json]",
 		`find (dry run) or --apply remove the kcp.io/original-api-version: "" a pristine kcp stored, across all logical clusters`, scrubLong(), NewScrubOptions())
 	add("export", "export --out DIR [--force] [--verify-report FILE | --no-verify] [--suite-report FILE] [--benchstat FILE] [--kcp-source DIR ...] [--json] [--root DIR]",
 		"write the carry as a format-patch series with fork paths plus PR.md for github.com/kcp-dev/kubernetes", "", NewExportOptions())
@@ -120,6 +123,10 @@ func newSubcommand(name, use, short, long string, o subcommand, stdout, stderr i
 type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// displayName is how help names the root command when it is not "carry":
+// "kubectl carry" when kubectl runs this binary as its plugin kubectl-carry.
+var displayName string
 
 // errNoCommand is `carry` alone: usage, exit status ExitUsage.
 var errNoCommand = errors.New("no command given")
