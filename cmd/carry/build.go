@@ -11,11 +11,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 )
 
-// ExitUnfetchable is carry build's exit status when kcp's module graph cannot
-// be fetched on this machine, so that `make` can tell "not possible here" from
-// a broken build.
-const ExitUnfetchable = 3
-
 // replaceFlags collects repeated --replace module=dir flags.
 type replaceFlags map[string]string
 

@@ -2,9 +2,7 @@ package main
 
 // The `carry` command line: a cobra root with one subcommand per file, each
 // an options struct in kcp's shape (NewOptions, AddFlags, Complete, Validate,
-// Run) on pflag.
-//
-// Exit codes: 0 success, 1 a check or operation failed, 2 usage error.
+// Run) on pflag. Exit statuses: exit.go.
 
 import (
 	"context"
@@ -21,25 +19,17 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
+	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
-// Exit codes.
-const (
-	ExitOK    = 0
-	ExitFail  = 1
-	ExitUsage = 2
-)
-
-// subcommand is what every carry subcommand's options implement: AddFlags
-// binds them, Complete derives what the flags leave open, Validate refuses
-// bad combinations (a usage error), Run does the work and returns the exit
-// code, having reported any failure on stderr.
+// subcommand is what every carry subcommand's options implement: kcp's
+// shape, as every main's (cmdline.Options: AddFlags, Complete, Validate),
+// and a Run that does the work and returns the exit code, having reported
+// any failure on stderr.
 type subcommand interface {
-	AddFlags(fs *pflag.FlagSet)
-	Complete() error
-	Validate() error
-	Run(ctx context.Context, stdout, stderr io.Writer) int
+	cmdline.Options
+	cmdline.Runner
 }
 
 // NewCommand returns the carry command with its subcommands. New
@@ -51,7 +41,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "carry kcp-carry's patches on kcp's Kubernetes fork",
 		Long: "carry manages kcp-carry's patches on kcp's Kubernetes fork: pins, the patched-module overlay,\n" +
 			"patch refresh, kcp builds and images, the positive control and the upstream export.\n\n" +
-			"Run `carry <command> --help` for the command's flags. Exit status: 0 ok, 1 failed, 2 usage error.",
+			"Run `carry <command> --help` for the command's flags.\n\n" + exitTable(""),
 		// Silenced: Main reports errors and usage itself, with exit codes.
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -64,6 +54,9 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error { return errNoCommand },
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	if displayName != "" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: displayName}
+	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	add := func(name, use, short, long string, o subcommand) {
@@ -81,7 +74,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		"link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", "", NewBuildOptions())
 	add("image", "image (--push REF | --out DIR) [--base REF | --base oci:DIR] [--platform linux/amd64,linux/arm64] [--kcp-source DIR] [--replace MODULE=DIR ...] [--bin-dir DIR] [--json] [--root DIR]",
 		"layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", "", NewImageOptions())
-	add("scrub", "scrub [--kubeconfig FILE] [--context NAME] [--workspaces root,root:org] [--resources configmaps,...] [--apply [--force]] [--list] [--json]",
+	add("scrub", "scrub [--kubeconfig FILE] [--context NAME] [--server URL (--token T | --client-certificate FILE --client-key FILE) --certificate-authority FILE] [--as USER] [--workspaces root,root:org] [--resources configmaps,...] [--apply [--force]] [--list] [--json]",
 		`find (dry run) or --apply remove the kcp.io/original-api-version: "" a pristine kcp stored, across all logical clusters`, scrubLong(), NewScrubOptions())
 	add("export", "export --out DIR [--force] [--verify-report FILE | --no-verify] [--suite-report FILE] [--benchstat FILE] [--kcp-source DIR ...] [--json] [--root DIR]",
 		"write the carry as a format-patch series with fork paths plus PR.md for github.com/kcp-dev/kubernetes", "", NewExportOptions())
@@ -89,8 +82,16 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // newSubcommand wires options o into a cobra command: flags, then Complete,
-// Validate and Run.
+// Validate and Run. An error from Complete or Validate is a usage error
+// (ExitUsage, with the usage), as in pkg/util/cmdline. A command with exit
+// statuses of its own shows its rows of the table in its --help.
 func newSubcommand(name, use, short, long string, o subcommand, stdout, stderr io.Writer) *cobra.Command {
+	if hasOwnExitStatus(name) {
+		if long == "" {
+			long = short + "."
+		}
+		long += "\n\n" + exitTable(name)
+	}
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -104,11 +105,7 @@ func newSubcommand(name, use, short, long string, o subcommand, stdout, stderr i
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				fail(stderr, name, err)
-				return exitCode(ExitFail)
-			}
-			if err := o.Validate(); err != nil {
+			if err := cmdline.Prepare(o); err != nil {
 				return err
 			}
 			if code := o.Run(cmd.Context(), stdout, stderr); code != ExitOK {
@@ -126,6 +123,10 @@ func newSubcommand(name, use, short, long string, o subcommand, stdout, stderr i
 type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// displayName is how help names the root command when it is not "carry":
+// "kubectl carry" when kubectl runs this binary as its plugin kubectl-carry.
+var displayName string
 
 // errNoCommand is `carry` alone: usage, exit status ExitUsage.
 var errNoCommand = errors.New("no command given")
@@ -145,7 +146,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return int(code)
 	}
 	// Anything else is a bad command line: an unknown command or flag, a
-	// flag's bad value, unexpected arguments, or a refusal from Validate.
+	// flag's bad value, unexpected arguments, or a refusal from Complete or
+	// Validate.
 	if !errors.Is(err, errNoCommand) {
 		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
 	}

@@ -4,8 +4,16 @@
 // here (cli.go and one file per subcommand).
 package main
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+)
 
 func main() {
+	// make installs this binary as bin/carry and as bin/kubectl-carry, the
+	// kubectl plugin that `kubectl carry ...` runs.
+	if filepath.Base(os.Args[0]) == "kubectl-carry" {
+		displayName = "kubectl carry"
+	}
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }

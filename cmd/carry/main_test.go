@@ -234,7 +234,8 @@ func cmdMkbase(ts *testscript.TestScript, neg bool, args []string) {
 // fakekcp GITVERSION [forbid-wildcard] [patch=STATUS] starts a fake shard
 // (internal/testapiserver) for the rest of the script, with two ConfigMaps
 // that carry kcp.io/original-api-version "" and one another value, and
-// writes $WORK/kubeconfig (context "shard") for it.
+// writes $WORK/kubeconfig (context "shard") and $WORK/ca.crt for it; $FAKEKCP
+// is its URL, for --server (its token is fake-admin).
 func cmdFakekcp(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 {
 		ts.Fatalf("usage: fakekcp GITVERSION [forbid-wildcard] [patch=STATUS]")
@@ -258,4 +259,5 @@ func cmdFakekcp(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	_, err := s.WriteKubeconfig(ts.Getenv("WORK"))
 	ts.Check(err)
+	ts.Setenv("FAKEKCP", s.URL)
 }

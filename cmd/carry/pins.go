@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,16 +51,21 @@ func (o *PinsOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.source, "kcp-source", "", "instead, tell whether this kcp tree pins each carried fork module at the commit the carry was made for (go.mod's)")
 }
 
+// Validate refuses --write with --kcp-source: a usage error, as every
+// command's.
+func (o *PinsOptions) Validate() error {
+	if o.write && o.source != "" {
+		return errors.New("--write and --kcp-source exclude each other: --kcp-source only reads the tree")
+	}
+	return nil
+}
+
 func (o *PinsOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 	root, err := o.repoRoot()
 	if err != nil {
 		return fail(stderr, "pins", err)
 	}
 	if o.source != "" {
-		// A failure, not a usage error, as it always was (exit 1).
-		if o.write {
-			return fail(stderr, "pins", fmt.Errorf("--write and --kcp-source exclude each other: --kcp-source only reads the tree"))
-		}
 		return runTreePins(root, o.source, o.json, stdout, stderr)
 	}
 	goModPath := filepath.Join(root, "go.mod")

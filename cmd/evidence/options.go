@@ -36,12 +36,12 @@ type options struct {
 	ShardedOnly bool
 
 	// What the flags give as text, turned into the fields above by Complete.
-	steps, stepLister, clusters string
-	kcpAnnotations, kcpLister   string
-	shardedBin                  string
-	kcp                         measure.KCPOptions
-	sharded                     measure.ShardedOptions
-	completeErrs                []error
+	steps, stepLister         string
+	kcpAnnotations, kcpLister string
+	shardedBin                string
+	kcp                       measure.KCPOptions
+	sharded                   measure.ShardedOptions
+	completeErrs              []error
 }
 
 const usageHead = `Usage: evidence [flags]
@@ -73,7 +73,6 @@ func NewOptions(root string) *options {
 		Out:            filepath.Join(root, "evidence"),
 		steps:          measure.JoinInts(d.Steps),
 		stepLister:     d.StepLister.Name(),
-		clusters:       strings.Join(d.Clusters, ","),
 		kcp:            k,
 		kcpAnnotations: measure.JoinInts(k.Ratio.Annotations),
 		kcpLister:      k.Ratio.Lister.Name(),
@@ -93,7 +92,7 @@ func (c *options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Rounds, "rounds", o.Rounds, "single-lister rounds per shard")
 	fs.StringVar(&c.steps, "steps", c.steps, "scaling: numbers of listers, growing, comma-separated")
 	fs.StringVar(&c.stepLister, "step-lister", c.stepLister, "single-lister and scaling: the request shape of every lister, <v1|v1beta1|kcp>:<rv>[:paged]")
-	fs.StringVar(&c.clusters, "clusters", c.clusters, "logical clusters to seed, comma-separated")
+	cmdline.ListVar(fs, &o.Clusters, "clusters", o.Clusters, "logical clusters to seed, comma-separated")
 	fs.StringVar(&o.Note, "note", "", "a remark recorded with the setup, e.g. \"The machine was shared.\"")
 	fs.StringVar(&k.PatchedBinary, "kcp-patched", "", "real kcp: the kcp built with the carry (bin/kcp); with --kcp-pristine adds the real-kcp section")
 	fs.StringVar(&k.PristineBinary, "kcp-pristine", "", "real kcp: the same kcp built without it (bin/kcp-pristine)")
@@ -139,12 +138,6 @@ func (c *options) Complete() error {
 		d := measure.DefaultShardedOptions(c.shardedBin)
 		sharded.Patched, sharded.Pristine = d.Patched, d.Pristine
 		c.Sharded = &sharded
-	}
-	o.Clusters = nil
-	for _, cl := range strings.Split(c.clusters, ",") {
-		if cl = strings.TrimSpace(cl); cl != "" {
-			o.Clusters = append(o.Clusters, cl)
-		}
 	}
 	return errors.Join(errs...)
 }

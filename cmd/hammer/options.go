@@ -27,8 +27,8 @@ type options struct {
 	rules     *clientcmd.ClientConfigLoadingRules
 	overrides *clientcmd.ConfigOverrides
 
-	resources, clusters, listerShapes, scope, writeMode string
-	progress, probeRV, probeMeta                        string
+	resources, listerShapes, scope, writeMode string
+	progress, probeRV, probeMeta              string
 
 	json        bool // print the report as JSON
 	cleanupOnly bool // delete what earlier runs left, then exit
@@ -41,7 +41,6 @@ func NewOptions() *options {
 		rules:     clientcmd.NewDefaultClientConfigLoadingRules(),
 		overrides: &clientcmd.ConfigOverrides{},
 		resources: "clusterroles,configmaps",
-		clusters:  strings.Join(d.Clusters, ","),
 		scope:     string(d.Scope),
 		writeMode: string(d.WriteMode),
 		progress:  "auto",
@@ -55,7 +54,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	bindConnectionFlags(fs, o.rules, o.overrides)
 	d := o.run // the defaults, from newOptions
 	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list, watch and write: clusterroles (rbac.authorization.k8s.io/v1), configmaps (v1), apiexports (apis.kcp.io/v1alpha2, kcp only)")
-	fs.StringVar(&o.clusters, "clusters", o.clusters, "logical clusters to seed and write in, comma-separated")
+	cmdline.ListVar(fs, &o.run.Clusters, "clusters", d.Clusters, "logical clusters to seed and write in, comma-separated")
 	fs.StringVar(&o.listerShapes, "lister-shapes", "", "request shapes of the listers, cycled over them: <v1|v1beta1|kcp>:<rv>[:paged] with rv empty or 0, kcp = kcp's metadata client (default: pkg/harness/requestshape's HammerListers, starting with kcp:0)")
 	fs.StringVar(&o.scope, "scope", o.scope, "where listers and watchers go: wildcard (/clusters/*) or cluster (/clusters/<name>, a control)")
 	fs.StringVar(&o.writeMode, "write-mode", o.writeMode, "how writers set the label: update (GET+PUT), patch (merge PATCH), mixed")
@@ -87,7 +86,6 @@ func (o *options) Complete() error {
 	if o.run.Resources, err = hammer.ParseResources(o.resources); err != nil {
 		errs = append(errs, fmt.Errorf("--resources: %w", err))
 	}
-	o.run.Clusters = splitList(o.clusters)
 	if o.run.ListerShapes, err = hammer.ParseListerShapes(o.listerShapes); err != nil {
 		errs = append(errs, fmt.Errorf("--lister-shapes: %w", err))
 	}
@@ -218,16 +216,6 @@ Examples:
 
 Flags:
 `
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // bindConnectionFlags adds clientcmd's kubectl-style connection flags
 // (--kubeconfig, --context, --server, --token, --certificate-authority,

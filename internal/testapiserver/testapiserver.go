@@ -38,6 +38,8 @@ type Server struct {
 	sync.Mutex
 	// GitVersion is what /version says.
 	GitVersion string
+	// Token is the bearer token every request must carry (401 otherwise).
+	Token string
 	// ForbidWildcard answers LISTs through /clusters/* with 403.
 	ForbidWildcard bool
 	// PatchStatus, when set, answers every PATCH with this status code.
@@ -52,7 +54,7 @@ type Server struct {
 
 // New starts the fake with objects on a TLS loopback listener.
 func New(gitVersion string, objects ...*Object) *Server {
-	s := &Server{GitVersion: gitVersion, objects: objects}
+	s := &Server{GitVersion: gitVersion, Token: "fake-admin", objects: objects}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	// Clients that hang up at Close are not the test's business.
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -77,9 +79,13 @@ func (s *Server) find(cluster, namespace, name string) *Object {
 }
 
 // WriteKubeconfig writes a kubeconfig with context "shard" for the fake,
-// trusting its certificate, and returns its path.
+// trusting its certificate, and returns its path. The certificate is also
+// written as dir/ca.crt, for --certificate-authority.
 func (s *Server) WriteKubeconfig(dir string) (string, error) {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca, 0o600); err != nil {
+		return "", err
+	}
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -90,12 +96,12 @@ clusters:
 users:
 - name: admin
   user:
-    token: fake-admin
+    token: %s
 contexts:
 - name: shard
   context: {cluster: fake, user: admin}
 current-context: shard
-`, s.URL, base64.StdEncoding.EncodeToString(ca))
+`, s.URL, base64.StdEncoding.EncodeToString(ca), s.Token)
 	path := filepath.Join(dir, "kubeconfig")
 	return path, os.WriteFile(path, []byte(kc), 0o600)
 }
@@ -103,6 +109,10 @@ current-context: shard
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.Lock()
 	defer s.Unlock()
+	if s.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.Token {
+		status(w, 401, "Unauthorized", "Unauthorized")
+		return
+	}
 	path := r.URL.Path
 	if path == "/version" {
 		writeJSON(w, 200, map[string]string{"gitVersion": s.GitVersion})

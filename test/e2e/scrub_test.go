@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,9 +62,11 @@ type scrubScenario struct {
 // TestScrubShardAfterUpgrade runs the scrub scenario on the test shard: the
 // pristine shard is polluted and persists "" on a PATCH, the patched shard
 // restarts on the same root directory (its embedded etcd keeps the data),
-// and the scrub removes exactly that. The test shard's /version has no carry
-// stamp, so the apply passes --force; the refusal without it is asserted on
-// the pristine shard.
+// and the scrub removes exactly that. The scrub is `carry scrub` with
+// kubectl's --server and --certificate-authority (the test shard admits
+// loopback clients without credentials). The test shard's /version has no
+// carry stamp, so the apply passes --force; the refusal without it is
+// asserted on the pristine shard.
 func TestScrubShardAfterUpgrade(t *testing.T) {
 	pristine := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
 	patched := servertest.ShardBinary(t, server.ShardBuild{Race: true})
@@ -80,7 +88,10 @@ func TestScrubShardAfterUpgrade(t *testing.T) {
 
 // TestRealKCPScrubAfterUpgrade runs the scrub scenario on real kcp: stock
 // kcp v0.32.3 (bin/kcp-pristine) in root and two workspaces, then the carry
-// build (bin/kcp) on the same root directory.
+// build (bin/kcp) on the same root directory. The scrub is `carry scrub`
+// with kubectl's --server, --certificate-authority and the shard admin's
+// credentials (shard-base's --token, or --client-certificate and
+// --client-key), not a kubeconfig context.
 func TestRealKCPScrubAfterUpgrade(t *testing.T) {
 	pristine := kcpBinary(t, "pristine")
 	patched := kcpBinary(t, "patched")
@@ -101,6 +112,7 @@ func TestRealKCPScrubAfterUpgrade(t *testing.T) {
 func runScrubScenario(t *testing.T, sc scrubScenario) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	bin := carryBinary(t)
 
 	// Pristine: seed, one wildcard partial LIST per resource (pollutes the
 	// watch cache), then a merge PATCH of each object (stores "" in etcd).
@@ -127,7 +139,7 @@ func runScrubScenario(t *testing.T, sc scrubScenario) {
 	t.Logf("pristine build: %d seeded objects carry %s=\"\" in etcd after probe+PATCH", len(seeded), scrub.Annotation)
 
 	// The refusal: --apply against the pristine build writes nothing.
-	refused := runScrub(t, ctx, p.cfg, scrub.Options{Apply: true})
+	refused := runScrub(t, ctx, bin, p.cfg, scrub.Options{Apply: true})
 	if refused.ExitCode != scrub.ExitRefused || !strings.Contains(refused.Refused, "not a carry build") || refused.Totals.Scanned != 0 {
 		t.Errorf("--apply without --force against the pristine build: outcome %s (exit %d), refused %q, scanned %d; want refused before scanning",
 			refused.Outcome, refused.ExitCode, refused.Refused, refused.Totals.Scanned)
@@ -144,7 +156,7 @@ func runScrubScenario(t *testing.T, sc scrubScenario) {
 	planted := objectRef{resource: hammer.ConfigMaps, cluster: o.Clusters[0], namespace: o.Namespace, name: "scrub-planted"}
 	plant(t, ctx, c.cfg, planted, "v1")
 
-	dry := runScrub(t, ctx, c.cfg, scrub.Options{})
+	dry := runScrub(t, ctx, bin, c.cfg, scrub.Options{})
 	resources := scannedResources(dry)
 	truth := storedPolluted(t, ctx, c.cfg, resources)
 	var wantPolluted, wantOther []string
@@ -204,7 +216,7 @@ func runScrubScenario(t *testing.T, sc scrubScenario) {
 	}
 	time.Sleep(time.Second)
 	applyOpts := scrub.Options{Apply: true, Force: !sc.carryStamped, QPS: 20, Burst: 5}
-	applied := runScrub(t, ctx, c.cfg, applyOpts)
+	applied := runScrub(t, ctx, bin, c.cfg, applyOpts)
 	scrubDone := time.Now()
 	wg.Wait()
 	if applied.ExitCode != scrub.ExitScrubbed || applied.Totals.Failed != 0 {
@@ -249,7 +261,7 @@ func runScrubScenario(t *testing.T, sc scrubScenario) {
 		}
 	}
 
-	again := runScrub(t, ctx, c.cfg, scrub.Options{})
+	again := runScrub(t, ctx, bin, c.cfg, scrub.Options{})
 	if again.ExitCode != scrub.ExitClean || again.Totals.Polluted != 0 || again.Totals.OtherValue != 1 {
 		t.Errorf("second dry run: outcome %s (exit %d), %d polluted, %d other values; want clean, 0, 1", again.Outcome, again.ExitCode, again.Totals.Polluted, again.Totals.OtherValue)
 	}
@@ -269,25 +281,99 @@ func scrubHammerOptions(t *testing.T, s scrubServer) hammer.Options {
 	return o
 }
 
-// runScrub runs the scrub with the CLI's defaults under opts' mode flags.
-func runScrub(t *testing.T, ctx context.Context, cfg *rest.Config, mode scrub.Options) *scrub.Report {
+// runScrub runs `carry scrub --json` (cmd/carry, built by carryBinary) as an
+// operator does, connected through kubectl's flags for cfg
+// (connectionFlags): --server, --certificate-authority and the credentials,
+// no kubeconfig. mode sets --apply, --force, --qps and --burst. The exit
+// status must be the report's.
+func runScrub(t *testing.T, ctx context.Context, bin string, cfg *rest.Config, mode scrub.Options) *scrub.Report {
 	t.Helper()
-	o := scrub.DefaultOptions()
-	o.Config = cfg
-	o.Apply, o.Force = mode.Apply, mode.Force
-	if mode.QPS > 0 {
-		o.QPS, o.Burst = mode.QPS, mode.Burst
+	args := append([]string{"scrub", "--json"}, connectionFlags(t, cfg)...)
+	if mode.Apply {
+		args = append(args, "--apply")
 	}
-	var progress strings.Builder
-	o.Progress = &progress
-	rep, err := scrub.Run(ctx, o)
-	if err != nil {
-		t.Fatalf("scrub (apply %t, force %t): %v\n%s", o.Apply, o.Force, err, progress.String())
+	if mode.Force {
+		args = append(args, "--force")
+	}
+	if mode.QPS > 0 {
+		args = append(args, "--qps", strconv.FormatFloat(float64(mode.QPS), 'f', -1, 32), "--burst", strconv.Itoa(mode.Burst))
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("carry %s: %v", strings.Join(redactToken(args), " "), err)
+	}
+	rep := new(scrub.Report)
+	if jerr := json.Unmarshal(stdout.Bytes(), rep); jerr != nil {
+		t.Fatalf("carry %s: exit status %d, no JSON report (%v)\nstderr:\n%s", strings.Join(redactToken(args), " "), cmd.ProcessState.ExitCode(), jerr, stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != rep.ExitCode {
+		t.Errorf("carry %s: exit status %d, the report says %d (%s)", strings.Join(redactToken(args), " "), code, rep.ExitCode, rep.Outcome)
 	}
 	var text strings.Builder
 	_ = rep.WriteText(&text, false)
-	t.Logf("scrub (apply %t, force %t):\n%s", o.Apply, o.Force, text.String())
+	t.Logf("carry %s:\n%s", strings.Join(redactToken(args), " "), text.String())
 	return rep
+}
+
+// carryBinary builds cmd/carry, the binary `make` installs as bin/carry and
+// bin/kubectl-carry, into a directory of t's.
+func carryBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "carry")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/carry")
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/carry: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// connectionFlags are kubectl's connection flags for cfg, the way the
+// harness's servers expose it (base URL, CA, shard admin credentials):
+// --server, --certificate-authority, and --token or
+// --client-certificate/--client-key, data written to files of t's.
+func connectionFlags(t *testing.T, cfg *rest.Config) []string {
+	t.Helper()
+	dir := t.TempDir()
+	file := func(name, path string, data []byte) string {
+		if path != "" {
+			return path
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if cfg.CAFile == "" && len(cfg.CAData) == 0 {
+		t.Fatalf("the server's config at %s has no CA to pass as --certificate-authority", cfg.Host)
+	}
+	args := []string{"--server", cfg.Host, "--certificate-authority", file("ca.crt", cfg.CAFile, cfg.CAData)}
+	switch {
+	case cfg.BearerToken != "":
+		args = append(args, "--token", cfg.BearerToken)
+	case cfg.CertFile != "" || len(cfg.CertData) > 0:
+		args = append(args, "--client-certificate", file("client.crt", cfg.CertFile, cfg.CertData), "--client-key", file("client.key", cfg.KeyFile, cfg.KeyData))
+	}
+	if cfg.BearerTokenFile != "" || cfg.Username != "" || cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		t.Fatalf("the server's config at %s has credentials kubectl's flags cannot pass", cfg.Host)
+	}
+	return args
+}
+
+// redactToken is args with --token's value hidden, for logs.
+func redactToken(args []string) []string {
+	out := append([]string{}, args...)
+	for i := range out {
+		if out[i] == "--token" && i+1 < len(out) {
+			out[i+1] = "<token>"
+		}
+	}
+	return out
 }
 
 func seededRefs(o hammer.Options) []objectRef {

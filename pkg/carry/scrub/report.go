@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,14 +12,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Exit codes of `carry scrub` (Report.ExitCode); 1 and 2 are the carry
-// command's failure and usage error.
+// Exit codes of `carry scrub` (Report.ExitCode). They are rows of the carry
+// command's one exit-status table (cmd/carry/exit.go, `carry --help`), where
+// 1 is a failure, 2 a usage error and 3 `carry build`'s "not buildable here";
+// no number there means two things.
 const (
 	ExitClean    = 0 // nothing carries the key with "": nothing left to scrub
-	ExitRefused  = 3 // --apply against a server that is not a carry build, without --force; nothing written
-	ExitFound    = 4 // dry run: objects carry "" (run with --apply)
-	ExitScrubbed = 5 // --apply removed the key from every object that still carried ""
-	ExitPartial  = 6 // a resource could not be listed, or an object could not be scrubbed
+	ExitRefused  = 4 // --apply against a server that is not a carry build, without --force; nothing written
+	ExitFound    = 5 // dry run: objects carry "" (run with --apply)
+	ExitScrubbed = 6 // --apply removed the key from every object that still carried ""
+	ExitPartial  = 7 // a resource could not be listed, or an object could not be scrubbed
 )
 
 // Outcome is what happened to one object that carried the annotation.
@@ -43,10 +46,11 @@ type ObjectReport struct {
 	Outcome   Outcome `json:"outcome"`
 	Reason    string  `json:"reason,omitempty"`
 	Attempts  int     `json:"attempts,omitempty"` // patches sent
+	// Polluted: it carried "" when listed.
+	Polluted bool `json:"polluted,omitempty"`
 
 	res          Resource
 	patchCluster string // where the object is patched: its own logical cluster
-	polluted     bool   // carried "" when listed
 }
 
 // newObjectReport describes u, listed in cluster listed ("*" or a workspace).
@@ -93,6 +97,19 @@ type ResourceReport struct {
 	Objects []*ObjectReport `json:"objects,omitempty"`
 
 	err error
+}
+
+// UnmarshalJSON reads a resource's report as --json wrote it, each object
+// knowing its resource again (APIResource).
+func (r *ResourceReport) UnmarshalJSON(data []byte) error {
+	type plain ResourceReport
+	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
+		return err
+	}
+	for _, o := range r.Objects {
+		o.res = r.Resource
+	}
+	return nil
 }
 
 // count files the outcome of a scrub attempt.
@@ -189,7 +206,7 @@ func (rep *Report) finish() {
 
 // Polluted lists every object that carried "" when it was listed.
 func (rep *Report) Polluted() []*ObjectReport {
-	return rep.objects(func(o *ObjectReport) bool { return o.polluted })
+	return rep.objects(func(o *ObjectReport) bool { return o.Polluted })
 }
 
 // OtherValues lists every object found with another value (at the scan or

@@ -224,7 +224,10 @@ func (s *scrubber) readVersion(ctx context.Context) error {
 		return err
 	}
 	body, err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
-	if err != nil {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("server %s: GET /version: 401, the credentials were not accepted (the token, client certificate or kubeconfig user): %w", s.base.Host, err)
+	case err != nil:
 		return fmt.Errorf("server %s unreachable: GET /version: %w", s.base.Host, err)
 	}
 	v, err := decodeVersion(body)
@@ -301,7 +304,7 @@ func (s *scrubber) scanResource(ctx context.Context, r Resource) *ResourceReport
 		}
 		rr.Polluted++
 		s.polluted.Add(1)
-		obj.Outcome, obj.polluted = OutcomePolluted, true
+		obj.Outcome, obj.Polluted = OutcomePolluted, true
 		rr.Objects = append(rr.Objects, obj)
 		polluted = append(polluted, obj)
 		return nil

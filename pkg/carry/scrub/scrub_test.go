@@ -2,6 +2,7 @@ package scrub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -60,6 +61,24 @@ func TestDryRunSelectsOnlyTheEmptyValue(t *testing.T) {
 	}
 	if rep.ExitCode != ExitFound || s.Patches != 0 || !rep.CarryBuild || rep.CarryID != "0123456789" {
 		t.Errorf("dry run: exit %d, %d patches, carry build %t %q; want %d, 0, true", rep.ExitCode, s.Patches, rep.CarryBuild, rep.CarryID, ExitFound)
+	}
+	// Read back from --json, the report names the same objects, each with
+	// its resource.
+	data, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(keys(rep.Polluted()), keys(back.Polluted())); diff != "" {
+		t.Errorf("polluted after a JSON round trip (-before +after):\n%s", diff)
+	}
+	for _, o := range back.Polluted() {
+		if got := o.APIResource().GVR().String(); got != "/v1, Resource=configmaps" {
+			t.Errorf("%s after a JSON round trip: resource %q", o.Key(), got)
+		}
 	}
 	var scanned []string
 	for _, r := range rep.Resources {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -46,6 +47,14 @@ func Parse(name string, o Options, args []string, usageHead string, stderr io.Wr
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	return Prepare(o)
+}
+
+// Prepare runs Complete, then Validate, on parsed options. Its error is a
+// usage error, whichever of the two returned it: the commands that parse
+// their flags elsewhere (carry's cobra subcommands) call it too, so that
+// every command treats them alike.
+func Prepare(o Options) error {
 	if err := o.Complete(); err != nil {
 		return err
 	}
@@ -76,4 +85,33 @@ func run(name string, r Runner, parseErr error, usageCode int, stdout, stderr io
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return r.Run(ctx, stdout, stderr)
+}
+
+// ListVar binds a comma-separated list flag to p, with value as the
+// default: each item trimmed, empty items dropped; the flag may be repeated,
+// and the first time it is given replaces the default. Every command's
+// comma-separated flags parse through it.
+func ListVar(fs *pflag.FlagSet, p *[]string, name string, value []string, usage string) {
+	*p = value
+	fs.Var(&list{p: p}, name, usage)
+}
+
+type list struct {
+	p   *[]string
+	set bool
+}
+
+func (l *list) String() string { return strings.Join(*l.p, ",") }
+func (l *list) Type() string   { return "strings" }
+
+func (l *list) Set(v string) error {
+	if !l.set {
+		*l.p, l.set = nil, true
+	}
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*l.p = append(*l.p, item)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,5 +89,32 @@ func TestRun(t *testing.T) {
 				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
 			}
 		})
+	}
+}
+
+// TestListVar: items trimmed, empty ones dropped, the first use replaces
+// the default and repeats append; the default shows in --help.
+func TestListVar(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"root"}},
+		{[]string{"--clusters", " a, b,,c "}, []string{"a", "b", "c"}},
+		{[]string{"--clusters", "a", "--clusters", "b,c"}, []string{"a", "b", "c"}},
+		{[]string{"--clusters", ""}, nil},
+	} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		var got []string
+		ListVar(fs, &got, "clusters", []string{"root"}, "logical clusters")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %q, want %q", tc.args, got, tc.want)
+		}
+		if d := fs.Lookup("clusters").DefValue; d != "root" {
+			t.Errorf("default shown as %q", d)
+		}
 	}
 }
