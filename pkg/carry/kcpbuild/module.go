@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
 
@@ -111,7 +112,7 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := VersionInfo{
+	v := versionstamp.Info{
 		KubeVersion: requiredVersion(kcpMod, "k8s.io/kubernetes"),
 		KCPDescribe: kcpVersion,
 		GitCommit:   commit,
@@ -199,7 +200,7 @@ func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion
 	return replaced, nil
 }
 
-func (b *builder) result(mode, kcpVersion string, v VersionInfo, bins []string, overlayDirs map[string]string, pins map[string]module.Version) *Result {
+func (b *builder) result(mode, kcpVersion string, v versionstamp.Info, bins []string, overlayDirs map[string]string, pins map[string]module.Version) *Result {
 	r := &Result{Mode: mode, KCPVersion: kcpVersion, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}
 	if b.opts.Pristine {
 		r.Pristine, r.Pins = true, pins

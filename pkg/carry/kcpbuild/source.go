@@ -22,6 +22,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 )
 
 // SourceError says that --kcp-source does not name a usable kcp checkout.
@@ -201,7 +202,7 @@ func (b *builder) writeSourceWorkspace(goWork, src string, kcpMod *modfile.File,
 // not the top of a git checkout (an archive such as `git archive` output)
 // has no describe: its version is Options.KCPVersion, or derived from the
 // tree (treeVersion), never assumed from Root's go.mod.
-func (b *builder) sourceVersionInfo(ctx context.Context, src string) (VersionInfo, error) {
+func (b *builder) sourceVersionInfo(ctx context.Context, src string) (versionstamp.Info, error) {
 	if top, err := git(ctx, src, "rev-parse", "--show-toplevel"); err == nil && sameDir(top, src) {
 		v := gitVersionInfo(ctx, src)
 		if b.opts.KCPVersion != "" {
@@ -209,7 +210,7 @@ func (b *builder) sourceVersionInfo(ctx context.Context, src string) (VersionInf
 		}
 		return v, nil
 	}
-	v := VersionInfo{GitCommit: "unknown", TreeState: "archive", KCPDescribe: b.opts.KCPVersion}
+	v := versionstamp.Info{GitCommit: "unknown", TreeState: "archive", KCPDescribe: b.opts.KCPVersion}
 	if v.KCPDescribe != "" {
 		return v, nil
 	}
@@ -313,8 +314,8 @@ func sameDir(a, b string) bool {
 }
 
 // gitVersionInfo reads what kcp's Makefile reads from git.
-func gitVersionInfo(ctx context.Context, dir string) VersionInfo {
-	v := VersionInfo{GitCommit: "local", TreeState: "dirty"}
+func gitVersionInfo(ctx context.Context, dir string) versionstamp.Info {
+	v := versionstamp.Info{GitCommit: "local", TreeState: "dirty"}
 	if out, err := git(ctx, dir, "rev-parse", "--short", "HEAD"); err == nil {
 		v.GitCommit = out
 	}
