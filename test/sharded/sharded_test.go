@@ -18,9 +18,9 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"

@@ -15,7 +15,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 )
 
 // evidence is what PR.md's testing section quotes.
