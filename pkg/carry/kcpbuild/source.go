@@ -19,6 +19,7 @@ import (
 	modzip "golang.org/x/mod/zip"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
@@ -53,17 +54,17 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	pins, err := overlay.PinsFromGoMod(filepath.Join(src, "go.mod"), carried)
+	forks, err := pins.FromGoMod(filepath.Join(src, "go.mod"), carried)
 	if err != nil {
 		return nil, err
 	}
 
-	ovOpts, workDir, err := b.sourceOverlayOptions(pins, src)
+	ovOpts, workDir, err := b.sourceOverlayOptions(forks, src)
 	if err != nil {
 		return nil, err
 	}
 	var overlayDirs map[string]string
-	check := func(bin string) error { return checkPristineLinked(bin, pins) }
+	check := func(bin string) error { return checkPristineLinked(bin, forks) }
 	if b.opts.Pristine {
 		workDir += "-pristine"
 	} else {
@@ -113,7 +114,7 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.result("source", v.KCPDescribe, v, bins, overlayDirs, pins), nil
+	return b.result("source", v.KCPDescribe, v, bins, overlayDirs, forks), nil
 }
 
 // checkCheckout makes sure dir looks like a kcp checkout before anything is
@@ -147,17 +148,17 @@ func checkCheckout(dir string) (*modfile.File, error) {
 // the checkout pins the same fork versions as our go.mod, the repository's own
 // overlay serves (and shares its build cache); otherwise a separate overlay
 // under .build/ is built from the checkout's go.sum.
-func (b *builder) sourceOverlayOptions(pins map[string]module.Version, src string) (overlay.Options, string, error) {
+func (b *builder) sourceOverlayOptions(forks map[string]module.Version, src string) (overlay.Options, string, error) {
 	root := b.opts.Root
-	ours, err := overlay.PinsFromGoMod(filepath.Join(root, "go.mod"), keys(pins))
-	if err == nil && maps.Equal(ours, pins) {
+	ours, err := pins.FromGoMod(filepath.Join(root, "go.mod"), keys(forks))
+	if err == nil && maps.Equal(ours, forks) {
 		return overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log},
 			filepath.Join(root, ".build", "source-"+pathDigest(src)), nil
 	}
 	workDir := filepath.Join(root, ".build", "source-"+pathDigest(src))
 	return overlay.Options{
 		Root:       root,
-		Pins:       pins,
+		Pins:       forks,
 		GoSumPath:  filepath.Join(src, "go.sum"),
 		OverlayDir: filepath.Join(workDir, "overlay"),
 		Progress:   b.log,

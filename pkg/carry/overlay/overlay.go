@@ -20,6 +20,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
@@ -157,9 +158,9 @@ func LoadInputs(opts Options) ([]*Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	pins := o.Pins
-	if pins == nil {
-		if pins, err = PinsFromGoMod(filepath.Join(o.Root, "go.mod"), mods); err != nil {
+	forks := o.Pins
+	if forks == nil {
+		if forks, err = pins.FromGoMod(filepath.Join(o.Root, "go.mod"), mods); err != nil {
 			return nil, err
 		}
 	}
@@ -175,7 +176,7 @@ func LoadInputs(opts Options) ([]*Input, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", mod, err))
 			continue
 		}
-		fork, ok := pins[mod]
+		fork, ok := forks[mod]
 		if !ok {
 			errs = append(errs, fmt.Errorf("%s: no pin given for the module", mod))
 			continue
