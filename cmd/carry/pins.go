@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 )
 
@@ -69,15 +68,11 @@ func (o *PinsOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 // runTreePins reports whether a kcp tree pins the fork where the carry was
 // made; any other pin is refused (ExitFail).
 func runTreePins(root, tree string, asJSON bool, stdout, stderr io.Writer) int {
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
+	carry, err := carryset.Load(root)
 	if err != nil {
 		return fail(stderr, "pins", err)
 	}
-	ours, err := pins.FromGoMod(filepath.Join(root, "go.mod"), carried)
-	if err != nil {
-		return fail(stderr, "pins", err)
-	}
-	c, err := pins.CheckTree(tree, ours)
+	c, err := pins.CheckTree(tree, carry.Forks())
 	if err != nil {
 		return fail(stderr, "pins", err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
@@ -40,18 +39,11 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("%s: does not require %s", goModPath, kcpModule)
 	}
 
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
-	if err != nil {
-		return nil, err
-	}
-	forks, err := pins.FromGoMod(goModPath, carried)
-	if err != nil {
-		return nil, err
-	}
+	forks := b.opts.Carry.Forks()
 	var overlayDirs map[string]string
 	check := func(bin string) error { return checkPristineLinked(bin, forks) }
 	if !b.opts.Pristine {
-		ov, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
+		ov, err := overlay.Run(ctx, overlay.Options{Carry: b.opts.Carry, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +101,7 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	if info.Origin != nil && len(info.Origin.Hash) >= 12 {
 		commit = info.Origin.Hash[:12]
 	}
-	id, err := carryID(filepath.Join(root, "staging-patches"))
+	id, err := b.opts.Carry.ID()
 	if err != nil {
 		return nil, err
 	}

@@ -49,25 +49,21 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	patchesDir := filepath.Join(b.opts.Root, "staging-patches")
-	carried, err := overlay.CarriedModules(patchesDir)
-	if err != nil {
-		return nil, err
-	}
-	forks, err := pins.FromGoMod(filepath.Join(src, "go.mod"), carried)
+	forks, err := pins.FromGoMod(filepath.Join(src, "go.mod"), b.opts.Carry.Paths())
 	if err != nil {
 		return nil, err
 	}
 
-	ovOpts, workDir, err := b.sourceOverlayOptions(forks, src)
-	if err != nil {
-		return nil, err
-	}
+	workDir := filepath.Join(b.opts.Carry.Root, ".build", "source-"+pathDigest(src))
 	var overlayDirs map[string]string
 	check := func(bin string) error { return checkPristineLinked(bin, forks) }
 	if b.opts.Pristine {
 		workDir += "-pristine"
 	} else {
+		ovOpts, err := b.sourceOverlayOptions(forks, workDir, src)
+		if err != nil {
+			return nil, err
+		}
 		ov, err := overlay.Run(ctx, ovOpts)
 		if err != nil {
 			return nil, err
@@ -93,7 +89,7 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 		return nil, &SourceError{Dir: src, Reason: fmt.Sprintf("none of %s exists", strings.Join(b.opts.Commands, ", "))}
 	}
 
-	id, err := carryID(patchesDir)
+	id, err := b.opts.Carry.ID()
 	if err != nil {
 		return nil, err
 	}
@@ -148,21 +144,16 @@ func checkCheckout(dir string) (*modfile.File, error) {
 // the checkout pins the same fork versions as our go.mod, the repository's own
 // overlay serves (and shares its build cache); otherwise a separate overlay
 // under .build/ is built from the checkout's go.sum.
-func (b *builder) sourceOverlayOptions(forks map[string]module.Version, src string) (overlay.Options, string, error) {
-	root := b.opts.Root
-	ours, err := pins.FromGoMod(filepath.Join(root, "go.mod"), keys(forks))
-	if err == nil && maps.Equal(ours, forks) {
-		return overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log},
-			filepath.Join(root, ".build", "source-"+pathDigest(src)), nil
+func (b *builder) sourceOverlayOptions(forks map[string]module.Version, workDir, src string) (overlay.Options, error) {
+	c := b.opts.Carry
+	if maps.Equal(c.Forks(), forks) {
+		return overlay.Options{Carry: c, GoWorkPath: filepath.Join(c.Root, "go.work"), Progress: b.log}, nil
 	}
-	workDir := filepath.Join(root, ".build", "source-"+pathDigest(src))
-	return overlay.Options{
-		Root:       root,
-		Pins:       forks,
-		GoSumPath:  filepath.Join(src, "go.sum"),
-		OverlayDir: filepath.Join(workDir, "overlay"),
-		Progress:   b.log,
-	}, workDir, nil
+	repinned, err := c.Repin(forks, filepath.Join(src, "go.sum"))
+	if err != nil {
+		return overlay.Options{}, err
+	}
+	return overlay.Options{Carry: repinned, OverlayDir: filepath.Join(workDir, "overlay"), Progress: b.log}, nil
 }
 
 // writeSourceWorkspace writes the generated go.work: the checkout as the only
