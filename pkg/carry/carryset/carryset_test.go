@@ -33,3 +33,38 @@ func TestCarriedModules(t *testing.T) {
 		t.Errorf("bad module path: %v", err)
 	}
 }
+
+// TestLoadWithoutGoSum: pins and series load without go.sum (carry pins
+// --kcp-source needs no zip), but a step that fetches a fork zip is refused
+// with go.sum named; the id changes with the series and an empty carry has none.
+func TestLoadWithoutGoSum(t *testing.T) {
+	root := t.TempDir()
+	testfs.Write(t, filepath.Join(root, "go.mod"), "module example.com/repo\n\ngo 1.22\n\nreplace example.com/lib => example.com/fork/lib v0.0.0-20260101000000-aaaaaaaaaaaa\n")
+	testfs.Write(t, filepath.Join(root, patchesDirName, "example.com/lib/series"), "")
+	c, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Forks()["example.com/lib"].Version; got != "v0.0.0-20260101000000-aaaaaaaaaaaa" {
+		t.Errorf("fork = %q", got)
+	}
+	if err := c.CheckZipHashes(); err == nil || !strings.Contains(err.Error(), "go.sum") {
+		t.Errorf("CheckZipHashes without go.sum: %v", err)
+	}
+	id, err := c.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfs.Write(t, filepath.Join(root, patchesDirName, "example.com/lib/series"), "# a comment changes the series\n")
+	again, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id2, err := again.ID(); err != nil || id2 == id {
+		t.Errorf("ID after a series change = %q, %v; was %q", id2, err, id)
+	}
+	empty := &Carry{PatchesDir: filepath.Join(root, patchesDirName)}
+	if _, err := empty.ID(); err == nil || !strings.Contains(err.Error(), "no carried modules") {
+		t.Errorf("ID of an empty carry: %v", err)
+	}
+}
