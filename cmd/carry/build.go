@@ -56,12 +56,12 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *BuildOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	root, err := o.repoRoot()
+	c, err := o.loadCarry()
 	if err != nil {
 		return fail(stderr, "build", err)
 	}
 	res, err := kcpbuild.Build(ctx, kcpbuild.Options{
-		Root:       root,
+		Carry:      c,
 		KCPSource:  o.source,
 		Commands:   o.cmds,
 		Replaces:   o.replaces,

@@ -51,11 +51,11 @@ func (o *ExportOptions) Validate() error {
 }
 
 func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	root, err := o.repoRoot()
+	c, err := o.loadCarry()
 	if err != nil {
 		return fail(stderr, "export", err)
 	}
-	author, err := o.identity(ctx, root)
+	author, err := o.identity(ctx, c.Root)
 	if err != nil {
 		return fail(stderr, "export", err)
 	}
@@ -64,7 +64,7 @@ func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 		Signoff:      o.signoff,
 		BaseBranch:   o.baseBranch,
 		ForkVersion:  o.forkVersion,
-		Root:         root,
+		Carry:        c,
 		OutDir:       o.out,
 		Force:        o.force,
 		VerifyReport: o.verifyReport,

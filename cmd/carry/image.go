@@ -69,12 +69,12 @@ func (o *ImageOptions) Validate() error {
 }
 
 func (o *ImageOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	root, err := o.repoRoot()
+	c, err := o.loadCarry()
 	if err != nil {
 		return fail(stderr, "image", err)
 	}
 	res, err := image.Run(ctx, image.Options{
-		Root:      root,
+		Carry:     c,
 		KCPSource: o.source,
 		Replaces:  o.replaces,
 		Base:      o.base,

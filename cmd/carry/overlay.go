@@ -24,13 +24,13 @@ func (o *OverlayOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *OverlayOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	root, err := o.repoRoot()
+	c, err := o.loadCarry()
 	if err != nil {
 		return fail(stderr, "overlay", err)
 	}
 	res, err := overlay.Run(ctx, overlay.Options{
-		Root:       root,
-		GoWorkPath: filepath.Join(root, "go.work"),
+		Carry:      c,
+		GoWorkPath: filepath.Join(c.Root, "go.work"),
 		Progress:   stderr,
 		Force:      o.force,
 	})

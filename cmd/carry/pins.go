@@ -5,36 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/mod/modfile"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
-	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
-
-type pinsResult struct {
-	GoMod string `json:"goMod"`
-	KCP   string `json:"kcp"`
-	Match bool   `json:"match"`
-	// Missing and Extra are replace directives ("old => new version")
-	// the derived block has and go.mod lacks, and the other way round.
-	Missing []string `json:"missing,omitempty"`
-	Extra   []string `json:"extra,omitempty"`
-	Marker  string   `json:"marker,omitempty"`
-	Written bool     `json:"written"`
-}
-
-func replaceStrings(rs []pins.Replace) []string {
-	var out []string
-	for _, r := range rs {
-		out = append(out, r.String())
-	}
-	return out
-}
 
 // PinsOptions are carry pins' flags.
 type PinsOptions struct {
@@ -68,42 +44,9 @@ func (o *PinsOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 	if o.source != "" {
 		return runTreePins(root, o.source, o.json, stdout, stderr)
 	}
-	goModPath := filepath.Join(root, "go.mod")
-	data, err := os.ReadFile(goModPath)
+	res, err := pins.CheckGoMod(ctx, root, o.write)
 	if err != nil {
 		return fail(stderr, "pins", err)
-	}
-	f, err := modfile.Parse(goModPath, data, nil)
-	if err != nil {
-		return fail(stderr, "pins", err)
-	}
-	kcpVersion, err := pins.KCPVersion(f)
-	if err != nil {
-		return fail(stderr, "pins", err)
-	}
-	src, err := pins.Fetch(ctx, root, kcpVersion)
-	if err != nil {
-		return fail(stderr, "pins", err)
-	}
-	want, err := pins.Derive(src)
-	if err != nil {
-		return fail(stderr, "pins", err)
-	}
-	diff := pins.Check(f, want, kcpVersion)
-	res := pinsResult{
-		GoMod: goModPath, KCP: pins.KCPModule + "@" + kcpVersion, Match: diff.Empty(),
-		Missing: replaceStrings(diff.Missing), Extra: replaceStrings(diff.Extra), Marker: diff.Marker,
-	}
-
-	if o.write && !diff.Empty() {
-		out, err := pins.Rewrite(goModPath, data, want, kcpVersion)
-		if err != nil {
-			return fail(stderr, "pins", err)
-		}
-		if err := atomicfile.Write(goModPath, out, 0o644); err != nil {
-			return fail(stderr, "pins", err)
-		}
-		res.Written = true
 	}
 
 	if o.json {
@@ -111,19 +54,19 @@ func (o *PinsOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 			return fail(stderr, "pins", err)
 		}
 	} else {
-		for _, l := range diff.Lines() {
+		for _, l := range res.Diff.Lines() {
 			fmt.Fprintln(stdout, l)
 		}
 	}
 	switch {
-	case diff.Empty():
-		fmt.Fprintf(stderr, "%s: kcp pins match %s\n", goModPath, res.KCP)
+	case res.Match:
+		fmt.Fprintf(stderr, "%s: kcp pins match %s\n", res.GoMod, res.KCP)
 		return ExitOK
 	case res.Written:
-		fmt.Fprintf(stderr, "%s: rewrote kcp pins from %s\n", goModPath, res.KCP)
+		fmt.Fprintf(stderr, "%s: rewrote kcp pins from %s\n", res.GoMod, res.KCP)
 		return ExitOK
 	default:
-		fmt.Fprintf(stderr, "%s: kcp pins differ from %s (- in go.mod, + derived); run `carry pins --write`\n", goModPath, res.KCP)
+		fmt.Fprintf(stderr, "%s: kcp pins differ from %s (- in go.mod, + derived); run `carry pins --write`\n", res.GoMod, res.KCP)
 		return ExitFail
 	}
 }
@@ -131,7 +74,11 @@ func (o *PinsOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 // runTreePins reports whether a kcp tree pins the fork where the carry was
 // made; any other pin is refused (ExitFail).
 func runTreePins(root, tree string, asJSON bool, stdout, stderr io.Writer) int {
-	c, err := overlay.CheckTree(root, tree)
+	carry, err := carryset.Load(root)
+	if err != nil {
+		return fail(stderr, "pins", err)
+	}
+	c, err := pins.CheckTree(tree, carry.Forks())
 	if err != nil {
 		return fail(stderr, "pins", err)
 	}

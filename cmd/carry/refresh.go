@@ -33,11 +33,11 @@ func (o *RefreshOptions) Validate() error {
 }
 
 func (o *RefreshOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	root, err := o.repoRoot()
+	c, err := o.loadCarry()
 	if err != nil {
 		return fail(stderr, "refresh", err)
 	}
-	opts := refresh.Options{Root: root, Module: o.module, Progress: stderr}
+	opts := refresh.Options{Carry: c, Module: o.module, Progress: stderr}
 	if o.newName != "" {
 		opts.New = &refresh.NewPatch{Name: o.newName, Subject: o.subject}
 	}

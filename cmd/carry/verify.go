@@ -13,11 +13,11 @@ type VerifyOptions struct{ commonOptions }
 func NewVerifyOptions() *VerifyOptions { return &VerifyOptions{} }
 
 func (o *VerifyOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	root, err := o.repoRoot()
+	c, err := o.loadCarry()
 	if err != nil {
 		return fail(stderr, "verify", err)
 	}
-	report, err := verify.Run(ctx, verify.Options{Root: root, Progress: stderr})
+	report, err := verify.Run(ctx, verify.Options{Carry: c, Progress: stderr})
 	if err != nil {
 		return fail(stderr, "verify", err)
 	}

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/util/cmdline"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )

@@ -4,7 +4,7 @@ package testreport
 import (
 	"time"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 )
 
 // Run is a run of variant with a steady rate of lists per second for

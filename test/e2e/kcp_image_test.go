@@ -20,9 +20,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kcp-carry/kcp-carry/internal/testimage"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/image"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 )
 
 // EnvImagePlatforms lists the platforms TestRealKCPImage builds (default
@@ -93,10 +93,11 @@ func TestRealKCPImage(t *testing.T) {
 	}
 
 	bin := extractFromImage(t, ctx, res.Pushed, "kcp")
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
+	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	carried := c.Paths()
 	if got, err := kcpbuild.Variant(bin, carried); err != nil || got != "patched" {
 		t.Fatalf("the image's /kcp is a %q build (%v), want patched", got, err)
 	}

@@ -17,9 +17,10 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpe2e"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/racereport"
@@ -59,10 +60,11 @@ func raceKCPBinary(t *testing.T, variant string) string {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s is set but %s is missing: run `make kcp-race` (or `make test`) to build it", EnvKCPSource, bin)
 	}
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
+	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	carried := c.Paths()
 	got, err := kcpbuild.Variant(bin, carried)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +123,7 @@ func checkVersionStamp(t *testing.T, s *server.KCP) {
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatalf("GET /version: %v", err)
 	}
-	if !kcpbuild.IsRaceBuild(v.GitVersion) {
+	if !versionstamp.IsRaceBuild(v.GitVersion) {
 		t.Errorf("/version of a race build: gitVersion %q does not end in -race", v.GitVersion)
 	} else {
 		t.Logf("/version: gitVersion %s", v.GitVersion)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
@@ -76,10 +76,11 @@ func kcpBinary(t *testing.T, variant string) string {
 		}
 		t.Skipf("real kcp: set %s=<kcp v0.32.3 source tree> and run `make test` (builds bin/kcp and bin/kcp-pristine)", EnvKCPSource)
 	}
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
+	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	carried := c.Paths()
 	got, err := kcpbuild.Variant(bin, carried)
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/racereport"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
@@ -39,10 +39,11 @@ func TestShardedKCPRaceCarried(t *testing.T) {
 		t.Fatal(err)
 	}
 	bins := server.TopologyBinariesIn(filepath.Join(root, "bin", "race"), "")
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
+	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	carried := c.Paths()
 	for _, bin := range bins.All() {
 		got, err := kcpbuild.Variant(bin, carried)
 		if err != nil {

@@ -16,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
@@ -84,10 +84,11 @@ func binaries(t *testing.T, variant string) server.TopologyBinaries {
 	}
 	suffix := map[string]string{"patched": "", "pristine": "-pristine"}[variant]
 	bins := server.TopologyBinariesIn(filepath.Join(root, "bin"), suffix)
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
+	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	carried := c.Paths()
 	for _, bin := range bins.All() {
 		if _, err := os.Stat(bin); err != nil {
 			if src := os.Getenv(envKCPSource); src != "" {

@@ -12,10 +12,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 )
 
 // evidence is what PR.md's testing section quotes.
@@ -60,17 +59,13 @@ func sourceIf(f *evidenceFile, name string) string {
 
 // loadEvidence reads the evidence files before any work is done, so a bad
 // flag fails fast.
-func loadEvidence(o Options, ins []*overlay.Input) (*evidence, error) {
+func loadEvidence(o Options) (*evidence, error) {
 	ev := &evidence{}
 	if o.VerifyReport != "" {
 		if o.NoVerify {
 			return nil, errors.New("--verify-report and --no-verify exclude each other")
 		}
-		carry := map[string]*series.Series{}
-		for _, in := range ins {
-			carry[in.Module] = in.Series
-		}
-		r, err := readVerifyReport(o.VerifyReport, carry)
+		r, err := readVerifyReport(o.VerifyReport, o.Carry.Series())
 		if err != nil {
 			return nil, err
 		}

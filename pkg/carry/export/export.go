@@ -34,8 +34,8 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
@@ -50,8 +50,11 @@ const (
 // PRFile is the name of the pull request description in the output.
 const PRFile = "PR.md"
 
-// Options configures Run. Root and OutDir are required.
+// Options configures Run. Carry (or Root, to load it) and OutDir are
+// required.
 type Options struct {
+	// Carry is the carry to export; nil loads the carry of Root.
+	Carry *carryset.Carry
 	// Root is the kcp-carry repository.
 	Root string
 	// OutDir receives the patches and PR.md. It must not exist or be empty,
@@ -151,7 +154,7 @@ type Evidence struct {
 
 // module is one carried module during the export.
 type carried struct {
-	in  *overlay.Input
+	in  *carryset.Carried
 	loc Location
 	// requires are the carried modules its pristine go.mod requires.
 	requires []string
@@ -171,8 +174,8 @@ type exported struct {
 
 func (o Options) resolve() (Options, error) {
 	c := o
-	if c.Root == "" {
-		return c, errors.New("export: Options.Root is required")
+	if c.Carry == nil && c.Root == "" {
+		return c, errors.New("export: Options.Carry or Options.Root is required")
 	}
 	if c.OutDir == "" {
 		return c, errors.New("--out: an output directory is required")
@@ -187,11 +190,15 @@ func (o Options) resolve() (Options, error) {
 		return c, fmt.Errorf("--fork-version %q: want the fork commit's pseudo-version, as in go.mod (v0.0.0-<date>-<commit>)", c.ForkVersion)
 	}
 	var err error
-	for _, p := range []*string{&c.Root, &c.OutDir} {
-		if *p, err = filepath.Abs(*p); err != nil {
+	if c.OutDir, err = filepath.Abs(c.OutDir); err != nil {
+		return c, err
+	}
+	if c.Carry == nil {
+		if c.Carry, err = carryset.Load(c.Root); err != nil {
 			return c, err
 		}
 	}
+	c.Root = c.Carry.Root
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
@@ -209,15 +216,14 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := checkOutDir(o.OutDir, o.Force); err != nil {
 		return nil, err
 	}
-	// The carry, the pins and go.sum are where overlay.Options puts them.
-	ins, err := overlay.LoadInputs(overlay.Options{Root: o.Root})
-	if err != nil {
+	if err := o.Carry.CheckZipHashes(); err != nil {
 		return nil, err
 	}
-	if len(ins) == 0 {
-		return nil, fmt.Errorf("%s: no carried modules (no series files)", filepath.Join(o.Root, "staging-patches"))
+	if err := o.Carry.CheckNotEmpty(); err != nil {
+		return nil, err
 	}
-	ev, err := loadEvidence(o, ins)
+	ins := o.Carry.Modules
+	ev, err := loadEvidence(o)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +293,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 
 	if ev.verify == nil && !o.NoVerify {
 		fmt.Fprintln(o.Progress, "carry export: running carry verify (use --verify-report FILE to quote a saved report)")
-		r, err := verify.Run(ctx, verify.Options{Root: o.Root, Progress: o.Progress})
+		r, err := verify.Run(ctx, verify.Options{Carry: o.Carry, Progress: o.Progress})
 		if err != nil {
 			return nil, fmt.Errorf("carry verify: %w", err)
 		}
@@ -397,7 +403,7 @@ func install(tmp, dir string, force bool) error {
 // locate maps every carried module to its fork location and checks that
 // they all live in one repository at one commit: a pull request has one
 // base.
-func locate(ins []*overlay.Input) (mods []*carried, repo, base string, err error) {
+func locate(ins []*carryset.Carried) (mods []*carried, repo, base string, err error) {
 	var first *carried
 	dirs := map[string]string{}
 	for _, in := range ins {

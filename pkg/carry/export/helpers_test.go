@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
@@ -51,10 +52,11 @@ func gitErr(dir string, args ...string) (string, error) {
 // patch that does not apply is returned as an error.
 func patchedTrees(t *testing.T, root string, dirs map[string]string, patches []string) (map[string]map[string]string, error) {
 	t.Helper()
-	ins, err := overlay.LoadInputs(overlay.Options{Root: root})
+	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ins := c.Modules
 	repo := filepath.Join(t.TempDir(), "fork")
 	// Outer directories first: a module zip excludes nested modules.
 	sort.Slice(ins, func(i, j int) bool { return dirs[ins[i].Module] < dirs[ins[j].Module] })

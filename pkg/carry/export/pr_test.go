@@ -12,7 +12,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testreport"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
 	"github.com/kcp-carry/kcp-carry/pkg/util/markdown"
@@ -189,20 +189,11 @@ func TestExportEvidence(t *testing.T) {
 // seriesHashes reads the carry of the repository at root, as carry verify records it.
 func seriesHashes(t *testing.T, root string) map[string]string {
 	t.Helper()
-	patchesDir := filepath.Join(root, "staging-patches")
-	mods, err := overlay.CarriedModules(patchesDir)
+	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	carry := map[string]*series.Series{}
-	for _, mod := range mods {
-		s, err := series.Load(filepath.Join(patchesDir, filepath.FromSlash(mod)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		carry[mod] = s
-	}
-	return verify.SeriesHashes(carry)
+	return verify.SeriesHashes(c.Series())
 }
 
 // TestExportDuelSummary: a duel document at the default suite location is

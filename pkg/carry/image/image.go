@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/mod/modfile"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
@@ -48,8 +49,11 @@ const (
 // KCPPath is the file whose presence makes a base look like kcp's image.
 const KCPPath = "/kcp"
 
-// Options configures Run. Root and one of Push or OutDir are required.
+// Options configures Run. Carry (or Root, to load it) and one of Push or
+// OutDir are required.
 type Options struct {
+	// Carry is the carry the images ship; nil loads the carry of Root.
+	Carry *carryset.Carry
 	// Root is the kcp-carry repository.
 	Root string
 	// KCPSource and Replaces are passed to carry build (see kcpbuild.Options).
@@ -159,7 +163,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}
 
-	carryID, err := kcpbuild.CarryID(o.Root)
+	carryID, err := o.Carry.ID()
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +181,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		plat := pb.platform.String()
 		logf("%s: building kcp (GOOS=%s GOARCH=%s, CGO off)", plat, pb.platform.OS, pb.platform.Architecture)
 		br, err := o.Build(ctx, kcpbuild.Options{
-			Root:      o.Root,
+			Carry:     o.Carry,
 			KCPSource: o.KCPSource,
 			Replaces:  o.Replaces,
 			OutDir:    filepath.Join(o.BinDir, pb.platform.OS+"_"+pb.platform.Architecture),
@@ -283,16 +287,19 @@ func logPushProgress(updates <-chan v1.Update, logf func(string, ...any)) {
 }
 
 func (o Options) resolve(ctx context.Context) (Options, error) {
-	if o.Root == "" {
-		return o, errors.New("image: Options.Root is required")
+	if o.Carry == nil && o.Root == "" {
+		return o, errors.New("image: Options.Carry or Options.Root is required")
 	}
 	if o.Push == "" && o.OutDir == "" {
 		return o, errors.New("nothing to do: give --push REF or --out DIR (or both)")
 	}
 	var err error
-	if o.Root, err = filepath.Abs(o.Root); err != nil {
-		return o, err
+	if o.Carry == nil {
+		if o.Carry, err = carryset.Load(o.Root); err != nil {
+			return o, err
+		}
 	}
+	o.Root = o.Carry.Root
 	if o.BinDir == "" {
 		o.BinDir = filepath.Join(o.Root, "bin")
 	}

@@ -5,9 +5,7 @@ package kcpbuild
 
 import (
 	"context"
-	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +21,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 )
 
 // DefaultCommands are the kcp servers a sharded deployment runs; all link the
@@ -33,9 +30,11 @@ var DefaultCommands = []string{"cmd/kcp", "cmd/cache-server", "cmd/kcp-front-pro
 
 const kcpModule = "github.com/kcp-dev/kcp"
 
-// Options configures Build. Only Root is required.
+// Options configures Build. Carry (or Root, to load it) is required.
 type Options struct {
-	// Root is the kcp-carry repository (go.mod with the pins, staging-patches/).
+	// Carry is the carry to build with; nil loads the carry of Root.
+	Carry *carryset.Carry
+	// Root is the kcp-carry repository (go.mod with the pins, the carry).
 	Root string
 	// KCPSource is a kcp git checkout to build (source mode). Empty builds the
 	// kcp release required by Root/go.mod from the module proxy (module mode).
@@ -100,16 +99,22 @@ func (o Options) binarySuffix() string {
 
 // Build links the kcp servers with the carry applied.
 func Build(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Race {
+		// Before anything is loaded or fetched: a machine without a C
+		// compiler cannot build with the race detector at all.
+		pre := &builder{opts: opts, log: opts.Progress}
+		if pre.log == nil {
+			pre.log = io.Discard
+		}
+		if err := pre.checkCCompiler(ctx); err != nil {
+			return nil, err
+		}
+	}
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
 	b := &builder{opts: o, log: o.Progress}
-	if o.Race {
-		if err := b.checkCCompiler(ctx); err != nil {
-			return nil, err
-		}
-	}
 	if o.KCPSource != "" {
 		return b.sourceMode(ctx)
 	}
@@ -117,16 +122,20 @@ func Build(ctx context.Context, opts Options) (*Result, error) {
 }
 
 func (o Options) resolve() (Options, error) {
-	if o.Root == "" {
-		return o, fmt.Errorf("kcpbuild: Options.Root is required")
-	}
 	var err error
-	if o.Root, err = filepath.Abs(o.Root); err != nil {
-		return o, err
-	}
+	// The flags first: a refusal needs no carry.
 	if o.Race && ((o.GOOS != "" && o.GOOS != runtime.GOOS) || (o.GOARCH != "" && o.GOARCH != runtime.GOARCH)) {
 		return o, fmt.Errorf("--race: cannot cross-compile for %s/%s: the race detector needs cgo and a C toolchain for the target; build --race on a %s/%s machine", or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH), or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH))
 	}
+	if o.Carry == nil {
+		if o.Root == "" {
+			return o, fmt.Errorf("kcpbuild: Options.Carry or Options.Root is required")
+		}
+		if o.Carry, err = carryset.Load(o.Root); err != nil {
+			return o, err
+		}
+	}
+	o.Root = o.Carry.Root
 	if o.OutDir == "" {
 		o.OutDir = o.defaultOutDir()
 	}
@@ -198,27 +207,6 @@ func (b *builder) goEnv(gowork string, extraGoFlags string) []string {
 	}
 	env = append(env, "GOWORK="+gowork, "CGO_ENABLED="+cgo, "GOFLAGS="+goflags)
 	return append(env, b.opts.platformEnv()...)
-}
-
-// carryID is a digest of every series and patch file, so the version string
-// names the exact carry a binary was built with.
-func carryID(patchesDir string) (string, error) {
-	mods, err := overlay.CarriedModules(patchesDir)
-	if err != nil {
-		return "", err
-	}
-	if len(mods) == 0 {
-		return "", fmt.Errorf("%s: no carried modules (no series files)", patchesDir)
-	}
-	h := sha256.New()
-	for _, mod := range mods {
-		s, err := series.Load(filepath.Join(patchesDir, filepath.FromSlash(mod)))
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %s\n", mod, s.Hash)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:10], nil
 }
 
 // goBuild builds the commands of the kcp module into a temporary directory and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
 
@@ -38,18 +39,11 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("%s: does not require %s", goModPath, kcpModule)
 	}
 
-	carried, err := overlay.CarriedModules(filepath.Join(root, "staging-patches"))
-	if err != nil {
-		return nil, err
-	}
-	pins, err := overlay.PinsFromGoMod(goModPath, carried)
-	if err != nil {
-		return nil, err
-	}
+	forks := b.opts.Carry.Forks()
 	var overlayDirs map[string]string
-	check := func(bin string) error { return checkPristineLinked(bin, pins) }
+	check := func(bin string) error { return checkPristineLinked(bin, forks) }
 	if !b.opts.Pristine {
-		ov, err := overlay.Run(ctx, overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
+		ov, err := overlay.Run(ctx, overlay.Options{Carry: b.opts.Carry, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
 		if err != nil {
 			return nil, err
 		}
@@ -107,11 +101,11 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	if info.Origin != nil && len(info.Origin.Hash) >= 12 {
 		commit = info.Origin.Hash[:12]
 	}
-	id, err := carryID(filepath.Join(root, "staging-patches"))
+	id, err := b.opts.Carry.ID()
 	if err != nil {
 		return nil, err
 	}
-	v := VersionInfo{
+	v := versionstamp.Info{
 		KubeVersion: requiredVersion(kcpMod, "k8s.io/kubernetes"),
 		KCPDescribe: kcpVersion,
 		GitCommit:   commit,
@@ -129,7 +123,7 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.result("module", kcpVersion, v, bins, overlayDirs, pins), nil
+	return b.result("module", kcpVersion, v, bins, overlayDirs, forks), nil
 }
 
 // writeBuildModule writes dir/go.mod (require kcp, Root's replaces with the
@@ -200,10 +194,10 @@ func (b *builder) writeBuildModule(dir string, rootMod *modfile.File, kcpVersion
 	return replaced, nil
 }
 
-func (b *builder) result(mode, kcpVersion string, v VersionInfo, bins []string, overlayDirs map[string]string, pins map[string]module.Version) *Result {
+func (b *builder) result(mode, kcpVersion string, v versionstamp.Info, bins []string, overlayDirs map[string]string, forks map[string]module.Version) *Result {
 	r := &Result{Mode: mode, KCPVersion: kcpVersion, GitVersion: v.GitVersion(), Binaries: bins, Overlay: overlayDirs}
 	if b.opts.Pristine {
-		r.Pristine, r.Pins = true, pins
+		r.Pristine, r.Pins = true, forks
 	}
 	r.Race = b.opts.Race
 	return r

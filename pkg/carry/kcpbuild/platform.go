@@ -47,12 +47,6 @@ func CheckOverlayLinked(binary string, overlayDirs map[string]string) error {
 	return checkOverlayLinked(binary, overlayDirs)
 }
 
-// CarryID is the digest of the carry's series that Build stamps into the
-// version string (the "-carry-<id>" suffix).
-func CarryID(root string) (string, error) {
-	return carryID(filepath.Join(root, "staging-patches"))
-}
-
 // KCPVersion is the kcp version Build would build, without building it: the
 // kcp release Root/go.mod requires, `git describe` of a kcp checkout, or
 // what a tree without git metadata is (treeVersion).

@@ -4,13 +4,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 )
 
 // TestCrossCompileOptions: GOOS/GOARCH reach the go command after anything
 // inherited, with CGO off, and cross-compiled binaries get their own bin/ dir.
 func TestCrossCompileOptions(t *testing.T) {
 	t.Setenv("GOARCH", "386")
-	o, err := Options{Root: "/repo", GOOS: "linux", GOARCH: "arm64"}.resolve()
+	o, err := Options{Carry: &carryset.Carry{Root: "/repo"}, GOOS: "linux", GOARCH: "arm64"}.resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestCrossCompileOptions(t *testing.T) {
 		}
 	}
 
-	host, err := Options{Root: "/repo"}.resolve()
+	host, err := Options{Carry: &carryset.Carry{Root: "/repo"}}.resolve()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,17 +10,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 )
 
 func TestRaceVersionStamp(t *testing.T) {
-	v := VersionInfo{KubeVersion: "v1.36.0", KCPDescribe: "v0.32.3", CarryID: "0123456789", BuildDate: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Race: true}
+	v := versionstamp.Info{KubeVersion: "v1.36.0", KCPDescribe: "v0.32.3", CarryID: "0123456789", BuildDate: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Race: true}
 	if got, want := v.GitVersion(), "v1.36.0+kcp-v0.32.3-carry-0123456789-race"; got != want {
 		t.Errorf("GitVersion() = %q, want %q", got, want)
 	}
-	if id, describe, ok := CarryStamp(v.GitVersion()); !ok || id != v.CarryID || describe != v.KCPDescribe {
-		t.Errorf("CarryStamp(%q) = %q, %q, %t: a carried race build is a carried build", v.GitVersion(), id, describe, ok)
+	if id, describe, ok := versionstamp.ReadCarry(v.GitVersion()); !ok || id != v.CarryID || describe != v.KCPDescribe {
+		t.Errorf("versionstamp.ReadCarry(%q) = %q, %q, %t: a carried race build is a carried build", v.GitVersion(), id, describe, ok)
 	}
-	if !IsRaceBuild(v.GitVersion()) {
+	if !versionstamp.IsRaceBuild(v.GitVersion()) {
 		t.Errorf("IsRaceBuild(%q) = false", v.GitVersion())
 	}
 	flags, err := v.LDFlags()
@@ -34,12 +37,12 @@ func TestRaceVersionStamp(t *testing.T) {
 	if got, want := v.GitVersion(), "v1.36.0+kcp-v0.32.3-pristine-race"; got != want {
 		t.Errorf("pristine GitVersion() = %q, want %q", got, want)
 	}
-	if _, _, ok := CarryStamp(v.GitVersion()); ok {
-		t.Errorf("CarryStamp(%q) = true for a pristine race build", v.GitVersion())
+	if _, _, ok := versionstamp.ReadCarry(v.GitVersion()); ok {
+		t.Errorf("versionstamp.ReadCarry(%q) = true for a pristine race build", v.GitVersion())
 	}
 	v.Race, v.Pristine = false, false
 	for _, gv := range []string{v.GitVersion(), "v1.36.0+kcp-v0.32.3", "v1.36.0-race", ""} {
-		if IsRaceBuild(gv) {
+		if versionstamp.IsRaceBuild(gv) {
 			t.Errorf("IsRaceBuild(%q) = true", gv)
 		}
 	}
@@ -54,7 +57,7 @@ func TestRaceRefusesCrossCompiling(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--race") || !strings.Contains(err.Error(), "cross-compile") {
 		t.Errorf("Build(--race, GOARCH=%s) = %v, want a refusal naming --race and cross-compiling", other, err)
 	}
-	o, err := Options{Root: "/r", Race: true}.resolve()
+	o, err := Options{Carry: &carryset.Carry{Root: "/r"}, Race: true}.resolve()
 	if err != nil {
 		t.Fatal(err)
 	}

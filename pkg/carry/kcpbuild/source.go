@@ -19,9 +19,11 @@ import (
 	modzip "golang.org/x/mod/zip"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 )
 
 // SourceError says that --kcp-source does not name a usable kcp checkout.
@@ -47,25 +49,21 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	patchesDir := filepath.Join(b.opts.Root, "staging-patches")
-	carried, err := overlay.CarriedModules(patchesDir)
-	if err != nil {
-		return nil, err
-	}
-	pins, err := overlay.PinsFromGoMod(filepath.Join(src, "go.mod"), carried)
+	forks, err := pins.FromGoMod(filepath.Join(src, "go.mod"), b.opts.Carry.Paths())
 	if err != nil {
 		return nil, err
 	}
 
-	ovOpts, workDir, err := b.sourceOverlayOptions(pins, src)
-	if err != nil {
-		return nil, err
-	}
+	workDir := filepath.Join(b.opts.Carry.Root, ".build", "source-"+pathDigest(src))
 	var overlayDirs map[string]string
-	check := func(bin string) error { return checkPristineLinked(bin, pins) }
+	check := func(bin string) error { return checkPristineLinked(bin, forks) }
 	if b.opts.Pristine {
 		workDir += "-pristine"
 	} else {
+		ovOpts, err := b.sourceOverlayOptions(forks, workDir, src)
+		if err != nil {
+			return nil, err
+		}
 		ov, err := overlay.Run(ctx, ovOpts)
 		if err != nil {
 			return nil, err
@@ -91,7 +89,7 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 		return nil, &SourceError{Dir: src, Reason: fmt.Sprintf("none of %s exists", strings.Join(b.opts.Commands, ", "))}
 	}
 
-	id, err := carryID(patchesDir)
+	id, err := b.opts.Carry.ID()
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +111,7 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.result("source", v.KCPDescribe, v, bins, overlayDirs, pins), nil
+	return b.result("source", v.KCPDescribe, v, bins, overlayDirs, forks), nil
 }
 
 // checkCheckout makes sure dir looks like a kcp checkout before anything is
@@ -147,21 +145,16 @@ func checkCheckout(dir string) (*modfile.File, error) {
 // the checkout pins the same fork versions as our go.mod, the repository's own
 // overlay serves (and shares its build cache); otherwise a separate overlay
 // under .build/ is built from the checkout's go.sum.
-func (b *builder) sourceOverlayOptions(pins map[string]module.Version, src string) (overlay.Options, string, error) {
-	root := b.opts.Root
-	ours, err := overlay.PinsFromGoMod(filepath.Join(root, "go.mod"), keys(pins))
-	if err == nil && maps.Equal(ours, pins) {
-		return overlay.Options{Root: root, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log},
-			filepath.Join(root, ".build", "source-"+pathDigest(src)), nil
+func (b *builder) sourceOverlayOptions(forks map[string]module.Version, workDir, src string) (overlay.Options, error) {
+	c := b.opts.Carry
+	if maps.Equal(c.Forks(), forks) {
+		return overlay.Options{Carry: c, GoWorkPath: filepath.Join(c.Root, "go.work"), Progress: b.log}, nil
 	}
-	workDir := filepath.Join(root, ".build", "source-"+pathDigest(src))
-	return overlay.Options{
-		Root:       root,
-		Pins:       pins,
-		GoSumPath:  filepath.Join(src, "go.sum"),
-		OverlayDir: filepath.Join(workDir, "overlay"),
-		Progress:   b.log,
-	}, workDir, nil
+	repinned, err := c.Repin(forks, filepath.Join(src, "go.sum"))
+	if err != nil {
+		return overlay.Options{}, err
+	}
+	return overlay.Options{Carry: repinned, OverlayDir: filepath.Join(workDir, "overlay"), Progress: b.log}, nil
 }
 
 // writeSourceWorkspace writes the generated go.work: the checkout as the only
@@ -202,7 +195,7 @@ func (b *builder) writeSourceWorkspace(goWork, src string, kcpMod *modfile.File,
 // not the top of a git checkout (an archive such as `git archive` output)
 // has no describe: its version is Options.KCPVersion, or derived from the
 // tree (treeVersion), never assumed from Root's go.mod.
-func (b *builder) sourceVersionInfo(ctx context.Context, src string) (VersionInfo, error) {
+func (b *builder) sourceVersionInfo(ctx context.Context, src string) (versionstamp.Info, error) {
 	if top, err := git(ctx, src, "rev-parse", "--show-toplevel"); err == nil && sameDir(top, src) {
 		v := gitVersionInfo(ctx, src)
 		if b.opts.KCPVersion != "" {
@@ -210,7 +203,7 @@ func (b *builder) sourceVersionInfo(ctx context.Context, src string) (VersionInf
 		}
 		return v, nil
 	}
-	v := VersionInfo{GitCommit: "unknown", TreeState: "archive", KCPDescribe: b.opts.KCPVersion}
+	v := versionstamp.Info{GitCommit: "unknown", TreeState: "archive", KCPDescribe: b.opts.KCPVersion}
 	if v.KCPDescribe != "" {
 		return v, nil
 	}
@@ -314,8 +307,8 @@ func sameDir(a, b string) bool {
 }
 
 // gitVersionInfo reads what kcp's Makefile reads from git.
-func gitVersionInfo(ctx context.Context, dir string) VersionInfo {
-	v := VersionInfo{GitCommit: "local", TreeState: "dirty"}
+func gitVersionInfo(ctx context.Context, dir string) versionstamp.Info {
+	v := versionstamp.Info{GitCommit: "local", TreeState: "dirty"}
 	if out, err := git(ctx, dir, "rev-parse", "--short", "HEAD"); err == nil {
 		v.GitCommit = out
 	}

@@ -1,94 +1,11 @@
 package overlay
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
-	"golang.org/x/mod/modfile"
-	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
-
-	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 )
-
-// CarriedModules lists the module paths carried in patchesDir: every
-// directory holding a series file, named by its path relative to patchesDir.
-func CarriedModules(patchesDir string) ([]string, error) {
-	var mods []string
-	err := filepath.WalkDir(patchesDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || d.Name() != series.FileName {
-			return nil
-		}
-		rel, err := filepath.Rel(patchesDir, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		mod := filepath.ToSlash(rel)
-		if err := module.CheckPath(mod); err != nil {
-			return fmt.Errorf("%s: directory does not name a module path: %w", path, err)
-		}
-		mods = append(mods, mod)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("finding carried modules: %w", err)
-	}
-	sort.Strings(mods)
-	// A module tree nested in another's overlay directory would be hashed
-	// and refreshed as part of the outer one.
-	for i := 1; i < len(mods); i++ {
-		for j := 0; j < i; j++ {
-			if strings.HasPrefix(mods[i], mods[j]+"/") {
-				return nil, fmt.Errorf("%s: carries both %s and the nested module %s; carry cannot overlay nested modules", patchesDir, mods[j], mods[i])
-			}
-		}
-	}
-	return mods, nil
-}
-
-// PinsFromGoMod reads, for each module, the replace directive of goModPath
-// that redirects it to a fork version.
-func PinsFromGoMod(goModPath string, modules []string) (map[string]module.Version, error) {
-	data, err := os.ReadFile(goModPath)
-	if err != nil {
-		return nil, fmt.Errorf("reading pins: %w", err)
-	}
-	// Parse, not ParseLax: ParseLax drops replace directives.
-	f, err := modfile.Parse(goModPath, data, nil)
-	if err != nil {
-		return nil, err
-	}
-	pins := map[string]module.Version{}
-	var errs []error
-	for _, mod := range modules {
-		var found *modfile.Replace
-		for _, r := range f.Replace {
-			if r.Old.Path == mod && r.Old.Version == "" {
-				found = r
-			}
-		}
-		switch {
-		case found == nil:
-			errs = append(errs, fmt.Errorf("%s: no replace directive for %s, so carry does not know which fork version to patch; run `carry pins --write` (or add `replace %s => <fork module> <version>`)", goModPath, mod, mod))
-		case found.New.Version == "":
-			errs = append(errs, fmt.Errorf("%s:%d: replace %s => %s is a directory replacement; the overlay needs a module replacement with a version (run `carry pins --write`)", goModPath, found.Syntax.Start.Line, mod, found.New.Path))
-		default:
-			pins[mod] = found.New
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return pins, nil
-}
 
 // TreeHash is the dirhash of a patched module tree, as recorded in stamps.
 func TreeHash(dir, mod string) (string, error) {

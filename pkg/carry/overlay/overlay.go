@@ -1,5 +1,5 @@
 // Package overlay builds patched copies of fork modules ("the overlay") from
-// verified module zips and the carry in staging-patches/, and points a
+// verified module zips and the carry (carryset), and points a
 // go.work at them.
 //
 // Nothing in go.mod changes: the workspace file is the only switch between
@@ -18,31 +18,25 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
 
-// Options configures Run. Only Root is required.
+// Options configures Run. Carry (or Root, to load it) is required.
 type Options struct {
-	// Root is the repository root: the go command runs there, and the
-	// defaults below are relative to it.
+	// Carry is what to overlay; nil loads the carry of Root.
+	Carry *carryset.Carry
+	// Root is the repository whose carry is loaded when Carry is nil.
 	Root string
-	// PatchesDir holds a directory per carried module path, each with a
-	// series file. Default Root/staging-patches.
-	PatchesDir string
-	// OverlayDir receives the patched trees. Default Root/.overlay. It is
+	// OverlayDir receives the patched trees. Default Carry.OverlayDir. It is
 	// replaced as a whole, by rename, so it must be carry's alone.
 	OverlayDir string
 	// GoWorkPath is the go.work to point at the overlay. Empty means do
 	// not touch any go.work.
 	GoWorkPath string
-	// Pins maps each carried module path to the fork version replacing it.
-	// nil means read the replace directives of Root/go.mod.
-	Pins map[string]module.Version
-	// GoSumPath holds the expected h1: hashes of the fork zips. Default Root/go.sum.
-	GoSumPath string
 	// Filter, when not nil, applies only the file diffs whose module-relative
 	// path it accepts (for example only _test.go files). FilterName must then
 	// name it; it is recorded in the stamps so an overlay built with one
@@ -82,33 +76,22 @@ type ModuleResult struct {
 	Rebuilt bool `json:"rebuilt"`
 }
 
-// Input is one carried module's inputs, all checked before anything is
-// downloaded: its carry, the fork version it patches and that zip's hash.
-type Input struct {
-	Module  string
-	Fork    module.Version
-	Series  *series.Series
-	ZipHash string
-}
-
-// Stamp returns the input half of the module's stamp.
-func (in *Input) Stamp(filter string) Stamp {
+// StampOf returns the input half of a carried module's stamp.
+func StampOf(m *carryset.Carried, filter string) Stamp {
 	return Stamp{
-		Module:     in.Module,
-		Fork:       in.Fork.Path,
-		Version:    in.Fork.Version,
-		ZipHash:    in.ZipHash,
-		SeriesHash: in.Series.Hash,
+		Module:     m.Module,
+		Fork:       m.Fork.Path,
+		Version:    m.Fork.Version,
+		ZipHash:    m.ZipHash,
+		SeriesHash: m.Series.Hash,
 		Filter:     filter,
 	}
 }
 
-// Resolve returns a copy of o with defaults filled in and paths made absolute.
+// Resolve returns a copy of o with the carry loaded, defaults filled in and
+// paths made absolute.
 func (o Options) Resolve() (Options, error) {
 	c := o
-	if c.Root == "" {
-		return c, errors.New("overlay: Options.Root is required")
-	}
 	if c.Filter != nil && c.FilterName == "" {
 		return c, errors.New("overlay: Options.Filter needs a FilterName")
 	}
@@ -116,24 +99,23 @@ func (o Options) Resolve() (Options, error) {
 		c.FilterName = ""
 	}
 	var err error
-	if c.Root, err = filepath.Abs(c.Root); err != nil {
-		return c, err
-	}
-	def := func(p *string, rel string) error {
-		if *p == "" {
-			*p = filepath.Join(c.Root, rel)
+	if c.Carry == nil {
+		if c.Root == "" {
+			return c, errors.New("overlay: Options.Carry or Options.Root is required")
 		}
-		var err error
-		*p, err = filepath.Abs(*p)
-		return err
-	}
-	for _, d := range []struct {
-		p   *string
-		rel string
-	}{{&c.PatchesDir, "staging-patches"}, {&c.OverlayDir, ".overlay"}, {&c.GoSumPath, "go.sum"}} {
-		if err := def(d.p, d.rel); err != nil {
+		if c.Carry, err = carryset.Load(c.Root); err != nil {
 			return c, err
 		}
+	}
+	if err := c.Carry.CheckZipHashes(); err != nil {
+		return c, err
+	}
+	c.Root = c.Carry.Root
+	if c.OverlayDir == "" {
+		c.OverlayDir = c.Carry.OverlayDir
+	}
+	if c.OverlayDir, err = filepath.Abs(c.OverlayDir); err != nil {
+		return c, err
 	}
 	if c.GoWorkPath != "" {
 		if c.GoWorkPath, err = filepath.Abs(c.GoWorkPath); err != nil {
@@ -146,53 +128,6 @@ func (o Options) Resolve() (Options, error) {
 	return c, nil
 }
 
-// LoadInputs loads and checks every input of the overlay (carried modules,
-// series, pins, go.sum lines) without downloading or writing anything.
-func LoadInputs(opts Options) ([]*Input, error) {
-	o, err := opts.Resolve()
-	if err != nil {
-		return nil, err
-	}
-	mods, err := CarriedModules(o.PatchesDir)
-	if err != nil {
-		return nil, err
-	}
-	pins := o.Pins
-	if pins == nil {
-		if pins, err = PinsFromGoMod(filepath.Join(o.Root, "go.mod"), mods); err != nil {
-			return nil, err
-		}
-	}
-	sums, err := modcache.ReadGoSum(o.GoSumPath)
-	if err != nil {
-		return nil, err
-	}
-	var ins []*Input
-	var errs []error
-	for _, mod := range mods {
-		s, err := series.Load(filepath.Join(o.PatchesDir, filepath.FromSlash(mod)))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", mod, err))
-			continue
-		}
-		fork, ok := pins[mod]
-		if !ok {
-			errs = append(errs, fmt.Errorf("%s: no pin given for the module", mod))
-			continue
-		}
-		zh, err := sums.ZipHash(fork)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", mod, err))
-			continue
-		}
-		ins = append(ins, &Input{Module: mod, Fork: fork, Series: s, ZipHash: zh})
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return ins, nil
-}
-
 // Run brings OverlayDir (and go.work, if managed) up to date with the carry.
 // On any error the previous overlay and go.work are left as they were and no
 // temporary directory remains.
@@ -201,14 +136,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	ins, err := LoadInputs(o)
-	if err != nil {
-		return nil, err
-	}
-	mods := make([]string, len(ins))
-	for i, in := range ins {
-		mods[i] = in.Module
-	}
+	ins := o.Carry.Modules
+	mods := o.Carry.Paths()
 
 	var work *goWorkPlan
 	if o.GoWorkPath != "" {
@@ -255,7 +184,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 // checkExisting compares the current overlay with the inputs. It fails if a
 // tree was changed since it was built (unless Force), and reports whether
 // every tree is up to date (filling res.Modules if so).
-func checkExisting(o Options, ins []*Input, res *Result) (bool, error) {
+func checkExisting(o Options, ins []*carryset.Carried, res *Result) (bool, error) {
 	stamps, err := readStamps(o.OverlayDir)
 	if err != nil {
 		return false, err
@@ -290,7 +219,7 @@ func checkExisting(o Options, ins []*Input, res *Result) (bool, error) {
 	}
 	for _, in := range ins {
 		st, ok := stamps[in.Module]
-		if !ok || !sameInputs(*st, in.Stamp(o.FilterName)) {
+		if !ok || !sameInputs(*st, StampOf(in, o.FilterName)) {
 			return false, nil
 		}
 		res.Modules = append(res.Modules, ModuleResult{
@@ -308,7 +237,7 @@ func sameInputs(a, b Stamp) bool {
 
 // build creates the whole overlay in a temporary directory next to
 // OverlayDir and swaps it in by rename.
-func build(ctx context.Context, o Options, ins []*Input, res *Result) (err error) {
+func build(ctx context.Context, o Options, ins []*carryset.Carried, res *Result) (err error) {
 	tmp, err := atomicfile.TempDirFor(o.OverlayDir)
 	if err != nil {
 		return fmt.Errorf("creating overlay: %w", err)
@@ -335,7 +264,7 @@ func build(ctx context.Context, o Options, ins []*Input, res *Result) (err error
 	return nil
 }
 
-func buildModule(ctx context.Context, o Options, tmp string, in *Input) (*ModuleResult, error) {
+func buildModule(ctx context.Context, o Options, tmp string, in *carryset.Carried) (*ModuleResult, error) {
 	dir := ModuleDir(tmp, in.Module)
 	applied, err := BuildTree(ctx, o.Root, in, dir, in.Series.Patches, o.Filter)
 	if err != nil {
@@ -345,7 +274,7 @@ func buildModule(ctx context.Context, o Options, tmp string, in *Input) (*Module
 	if err != nil {
 		return nil, err
 	}
-	st := in.Stamp(o.FilterName)
+	st := StampOf(in, o.FilterName)
 	st.Patches = applied
 	st.TreeHash = h
 	if err := WriteStamp(tmp, &st); err != nil {
@@ -361,7 +290,7 @@ func buildModule(ctx context.Context, o Options, tmp string, in *Input) (*Module
 // filter if it is not nil. It returns the patches that changed something.
 // Errors name the module, the fork version and, for patches, the patch
 // file, target file and hunk.
-func BuildTree(ctx context.Context, root string, in *Input, dir string, patches []*series.Patch, filter func(string) bool) ([]string, error) {
+func BuildTree(ctx context.Context, root string, in *carryset.Carried, dir string, patches []*series.Patch, filter func(string) bool) ([]string, error) {
 	where := fmt.Sprintf("%s (%s@%s)", in.Module, in.Fork.Path, in.Fork.Version)
 	d, err := modcache.FetchVerified(ctx, root, in.Fork, in.ZipHash)
 	if err != nil {

@@ -13,60 +13,8 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 )
-
-func TestCarriedModules(t *testing.T) {
-	dir := t.TempDir()
-	testfs.Write(t, filepath.Join(dir, "k8s.io/apiserver/series"), "")
-	testfs.Write(t, filepath.Join(dir, "k8s.io/apimachinery/series"), "")
-	testfs.Write(t, filepath.Join(dir, "k8s.io/apimachinery/README"), "")
-	testfs.Write(t, filepath.Join(dir, "notes/README"), "")
-	mods, err := CarriedModules(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(mods, ",") != "k8s.io/apimachinery,k8s.io/apiserver" {
-		t.Errorf("CarriedModules = %v", mods)
-	}
-
-	testfs.Write(t, filepath.Join(dir, "k8s.io/apiserver/sub/series"), "")
-	if _, err := CarriedModules(dir); err == nil || !strings.Contains(err.Error(), "carries both k8s.io/apiserver and the nested module k8s.io/apiserver/sub") {
-		t.Errorf("nested modules: %v", err)
-	}
-
-	bad := t.TempDir()
-	testfs.Write(t, filepath.Join(bad, "Not A Module/series"), "")
-	if _, err := CarriedModules(bad); err == nil || !strings.Contains(err.Error(), "does not name a module path") {
-		t.Errorf("bad module path: %v", err)
-	}
-}
-
-func TestPinsFromGoMod(t *testing.T) {
-	gomod := filepath.Join(t.TempDir(), "go.mod")
-	testfs.Write(t, gomod, `module example.com/proj
-
-go 1.22
-
-replace (
-	k8s.io/apiserver => github.com/kcp-dev/kubernetes/staging/src/k8s.io/apiserver v0.0.0-20260602065202-e006560fc76a
-	k8s.io/local => ../local
-)
-`)
-	pins, err := PinsFromGoMod(gomod, []string{"k8s.io/apiserver"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := module.Version{Path: "github.com/kcp-dev/kubernetes/staging/src/k8s.io/apiserver", Version: "v0.0.0-20260602065202-e006560fc76a"}
-	if pins["k8s.io/apiserver"] != want {
-		t.Errorf("pin = %v", pins["k8s.io/apiserver"])
-	}
-	_, err = PinsFromGoMod(gomod, []string{"k8s.io/local", "k8s.io/none"})
-	for _, w := range []string{"go.mod:7: replace k8s.io/local => ../local is a directory replacement", "go.mod: no replace directive for k8s.io/none"} {
-		if err == nil || !strings.Contains(err.Error(), w) {
-			t.Errorf("error %v lacks %q", err, w)
-		}
-	}
-}
 
 func TestPlanGoWorkOutsideRoot(t *testing.T) {
 	// A verify or kcp build run keeps its go.work and overlay in a scratch
@@ -230,17 +178,24 @@ func TestRunFilterAndStamps(t *testing.T) {
 	}
 }
 
-func TestRunExplicitPinsAndGoWork(t *testing.T) {
+func TestRunRepinnedCarryAndGoWork(t *testing.T) {
 	f := newFixture(t)
-	// A go.mod without the pin: the caller passes it, as a kcp build does
-	// with the pins of a kcp checkout.
-	testfs.Write(t, filepath.Join(f.root, "go.mod"), "module example.com/repo\n\ngo 1.22\n")
+	// The carry on explicit pins, as a kcp build overlays it on the pins of
+	// a kcp checkout.
+	c, err := carryset.Load(f.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goSum := filepath.Join(f.root, "go.sum")
+	repinned, err := c.Repin(map[string]module.Version{"example.com/lib": f.fork}, goSum)
+	if err != nil {
+		t.Fatal(err)
+	}
 	scratch := t.TempDir()
 	opts := Options{
-		Root:       f.root,
+		Carry:      repinned,
 		OverlayDir: filepath.Join(scratch, "overlay"),
 		GoWorkPath: filepath.Join(scratch, "go.work"),
-		Pins:       map[string]module.Version{"example.com/lib": f.fork},
 	}
 	res, err := Run(context.Background(), opts)
 	if err != nil {
@@ -254,8 +209,7 @@ func TestRunExplicitPinsAndGoWork(t *testing.T) {
 		t.Errorf("go.work =\n%s", work)
 	}
 
-	opts.Pins = map[string]module.Version{"example.com/other": f.fork}
-	if _, err := Run(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "example.com/lib: no pin given") {
+	if _, err := c.Repin(map[string]module.Version{"example.com/other": f.fork}, goSum); err == nil || !strings.Contains(err.Error(), "example.com/lib: no pin given") {
 		t.Errorf("missing explicit pin: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
@@ -27,8 +28,10 @@ import (
 
 // Options configures Run.
 type Options struct {
-	// Root is the repository root; the carry, the overlay, go.mod's pins
-	// and go.sum are where overlay.Options puts them by default.
+	// Carry is the carry whose overlay was edited; nil loads the carry of
+	// Root.
+	Carry *carryset.Carry
+	// Root is the repository root.
 	Root string
 	// Module limits the refresh to one carried module; "" means every
 	// module whose overlay tree was edited.
@@ -64,7 +67,7 @@ type ModuleResult struct {
 
 // edited is a module whose overlay tree differs from its stamp.
 type edited struct {
-	in       *overlay.Input
+	in       *carryset.Carried
 	stamp    *overlay.Stamp
 	dir      string
 	treeHash string
@@ -75,7 +78,7 @@ type edited struct {
 // are only written once the regenerated series has been checked to
 // reproduce the edited tree exactly.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	oo, err := overlay.Options{Root: opts.Root}.Resolve()
+	oo, err := overlay.Options{Carry: opts.Carry, Root: opts.Root}.Resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +94,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			return nil, fmt.Errorf("--subject: %w", err)
 		}
 	}
-	ins, err := overlay.LoadInputs(oo)
-	if err != nil {
-		return nil, err
-	}
+	ins := oo.Carry.Modules
 
 	res := &Result{}
 	var todo []edited
@@ -115,7 +115,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		todo = append(todo, *e)
 	}
 	if !found {
-		return nil, fmt.Errorf("%s is not carried: no %s", opts.Module, filepath.Join(oo.PatchesDir, filepath.FromSlash(opts.Module), series.FileName))
+		return nil, fmt.Errorf("%s is not carried: no %s", opts.Module, oo.Carry.SeriesFile(opts.Module))
 	}
 	if opts.New != nil && len(todo) > 1 {
 		var names []string
@@ -143,7 +143,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // inspect returns the module if its overlay tree was edited since it was
 // built from exactly the current inputs, nil if it is unchanged.
-func inspect(overlayDir string, in *overlay.Input) (*edited, error) {
+func inspect(overlayDir string, in *carryset.Carried) (*edited, error) {
 	st, err := overlay.ReadStamp(overlayDir, in.Module)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: no overlay built; run `carry overlay` first", in.Module)
@@ -162,7 +162,7 @@ func inspect(overlayDir string, in *overlay.Input) (*edited, error) {
 	if st.Filter != "" {
 		return nil, fmt.Errorf("%s: the overlay was built with filter %q; only a full overlay can be refreshed", dir, st.Filter)
 	}
-	want := in.Stamp("")
+	want := overlay.StampOf(in, "")
 	if st.Fork != want.Fork || st.Version != want.Version || st.ZipHash != want.ZipHash || st.SeriesHash != want.SeriesHash {
 		return nil, fmt.Errorf("%s was edited, but its pin or series changed since it was built, so the edits cannot be attributed to a patch; save them elsewhere and run `carry overlay --force`", dir)
 	}

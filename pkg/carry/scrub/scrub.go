@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 )
 
 // Annotation is the key the pristine fork writes.
@@ -235,7 +235,7 @@ func (s *scrubber) readVersion(ctx context.Context) error {
 		return fmt.Errorf("server %s: GET /version: %w", s.base.Host, err)
 	}
 	s.rep.GitVersion = v
-	s.rep.CarryID, _, s.rep.CarryBuild = kcpbuild.CarryStamp(v)
+	s.rep.CarryID, _, s.rep.CarryBuild = versionstamp.ReadCarry(v)
 	return nil
 }
 

@@ -23,13 +23,16 @@ import (
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 )
 
-// Options configures Run. Only Root is required.
+// Options configures Run. Carry (or Root, to load it) is required.
 type Options struct {
+	// Carry is the carry to verify; nil loads the carry of Root.
+	Carry *carryset.Carry
 	// Root is the kcp-carry repository.
 	Root string
 	// Progress receives a line per step. nil discards.
@@ -72,25 +75,26 @@ func isTestFile(p string) bool { return strings.HasSuffix(p, "_test.go") }
 
 // Run verifies the carry.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	root, err := filepath.Abs(opts.Root)
-	if err != nil {
+	c := opts.Carry
+	var err error
+	if c == nil {
+		if c, err = carryset.Load(opts.Root); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.CheckZipHashes(); err != nil {
 		return nil, err
 	}
+	root := c.Root
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
-	ins, err := overlay.LoadInputs(overlay.Options{Root: root})
-	if err != nil {
-		return nil, err
-	}
-	carry := map[string]*series.Series{}
-	for _, in := range ins {
-		carry[in.Module] = in.Series
-	}
+	ins := c.Modules
+	carry := c.Series()
 	pkgs := TestedPackages(carry)
 	if len(pkgs) == 0 {
-		return nil, fmt.Errorf("%s: the carry adds or changes no _test.go file, so there is nothing to verify", filepath.Join(root, "staging-patches"))
+		return nil, fmt.Errorf("%s: the carry adds or changes no _test.go file, so there is nothing to verify", c.PatchesDir)
 	}
 	report := &Report{Series: SeriesHashes(carry), Packages: pkgs}
 

@@ -1,7 +1,7 @@
 // Package measure runs the duel behind `make evidence` and writes its
 // report: the same hammer load (pkg/harness/hammer) against a test shard
 // (pkg/harness/server) linked against the pristine fork and one linked against the
-// carry, one shard under load at a time, measured three ways (see pkg/harness/report),
+// carry, one shard under load at a time, measured three ways (see pkg/evidence/report),
 // then evidence/duel.json, evidence/lists-per-second.svg (gonum/plot) and
 // evidence/README.md.
 //

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/internal/testreport"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report/chart"
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report/chart"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report/chart"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report/chart"
 )
 
 // Write writes duel.json, lists-per-second.svg and README.md into dir

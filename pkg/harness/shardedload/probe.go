@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 

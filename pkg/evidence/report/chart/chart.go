@@ -1,5 +1,5 @@
 // Package chart draws the report's charts as SVG (gonum/plot). It is apart
-// from pkg/harness/report so that the carry CLI, which reads reports, does
+// from pkg/evidence/report so that the carry CLI, which reads reports, does
 // not link a plotting library.
 package chart
 
@@ -17,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 )
 
 // Series colors of the chart (also what its test looks for).

@@ -1,8 +1,10 @@
-package overlay
+package pins
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"golang.org/x/mod/module"
@@ -30,18 +32,11 @@ type TreeCheck struct {
 	Match bool      `json:"match"`
 }
 
-// CheckTree compares, for every module carried under root/staging-patches,
-// the fork version tree/go.mod pins with root/go.mod's.
-func CheckTree(root, tree string) (*TreeCheck, error) {
-	carried, err := CarriedModules(filepath.Join(root, "staging-patches"))
-	if err != nil {
-		return nil, err
-	}
-	ours, err := PinsFromGoMod(filepath.Join(root, "go.mod"), carried)
-	if err != nil {
-		return nil, err
-	}
-	theirs, err := PinsFromGoMod(filepath.Join(tree, "go.mod"), carried)
+// CheckTree compares, for every carried module, the fork version tree/go.mod
+// pins with the one the carry was made for (ours: the repository's go.mod).
+func CheckTree(tree string, ours map[string]module.Version) (*TreeCheck, error) {
+	carried := slices.Sorted(maps.Keys(ours))
+	theirs, err := FromGoMod(filepath.Join(tree, "go.mod"), carried)
 	if err != nil {
 		return nil, fmt.Errorf("kcp tree %s: %w", tree, err)
 	}

@@ -25,7 +25,7 @@ func README(rep *Report, bench string, sharded *Sharded) []byte {
 	s := rep.Setup
 	b.WriteString("# Evidence: the carry on a live test shard\n\n")
 	b.WriteString("Written by `make evidence` (`cmd/evidence`, `pkg/harness/measure`); every number below is in [`" + DuelFile +
-		"`](" + DuelFile + ") (format: `pkg/harness/report`). It is a report: the live suite (`test/e2e`) is what asserts that the " +
+		"`](" + DuelFile + ") (format: `pkg/evidence/report`). It is a report: the live suite (`test/e2e`) is what asserts that the " +
 		"pristine shard dies and the patched one holds.\n\n")
 	b.WriteString("![Successful wildcard partial-metadata LISTs per second, pristine fork against the carry, under the same load](" + ChartFile + ")\n\n")
 

@@ -5,6 +5,9 @@
 // linked against the pristine fork and one linked against the carry, one
 // shard under load at a time.
 //
+// It sits under pkg/evidence, apart from the harness that writes the reports
+// and the tool that quotes them, so that neither imports the other.
+//
 // It holds three measurements:
 //
 //   - the duel: the full load (listers, watchers, writers) until its bound

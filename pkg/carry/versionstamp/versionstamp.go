@@ -1,4 +1,8 @@
-package kcpbuild
+// Package versionstamp is the version string carry build stamps into kcp's
+// binaries and reads back from a server's /version: kcp's own ldflags with a
+// mark for the carry's id (or for a pristine build). It is apart from
+// kcpbuild so that a reader of /version (carry scrub) links no build logic.
+package versionstamp
 
 import (
 	"fmt"
@@ -7,10 +11,10 @@ import (
 	"time"
 )
 
-// VersionInfo is what kcp's Makefile stamps into its binaries through
+// Info is what kcp's Makefile stamps into its binaries through
 // k8s.io/client-go/pkg/version and k8s.io/component-base/version, plus the
 // carry's own mark.
-type VersionInfo struct {
+type Info struct {
 	// KubeVersion is the k8s.io/kubernetes requirement of kcp's go.mod
 	// (kcp's Makefile takes gitVersion, gitMajor and gitMinor from it).
 	KubeVersion string
@@ -36,8 +40,8 @@ var kubeVersionRE = regexp.MustCompile(`^v(\d+)\.(\d+)`)
 // GitVersion is kcp's `<kubernetes version>+kcp-<describe>` with a suffix that
 // marks a build carrying our patches (or a pristine one built alongside), so `kcp --version` and /version tell a
 // patched shard from a release one.
-// A race build (VersionInfo.Race) ends in "-race" after either mark.
-func (v VersionInfo) GitVersion() string {
+// A race build (Info.Race) ends in "-race" after either mark.
+func (v Info) GitVersion() string {
 	s := fmt.Sprintf("%s+kcp-%s-carry-%s", v.KubeVersion, v.KCPDescribe, v.CarryID)
 	if v.Pristine {
 		s = fmt.Sprintf("%s+kcp-%s-pristine", v.KubeVersion, v.KCPDescribe)
@@ -62,10 +66,10 @@ func IsRaceBuild(gitVersion string) bool {
 // A race build's "-race" after the id is allowed.
 var carryStampRE = regexp.MustCompile(`\+kcp-(.+)-carry-([0-9a-z]+)(?:-race)?$`)
 
-// CarryStamp reads a server's gitVersion (/version): the carry's id and the kcp
+// ReadCarry reads a server's gitVersion (/version): the carry's id and the kcp
 // describe when GitVersion stamped it into a build with the carry, ok=false for
 // any other build (a kcp release, a pristine build, a test shard).
-func CarryStamp(gitVersion string) (carryID, kcpDescribe string, ok bool) {
+func ReadCarry(gitVersion string) (carryID, kcpDescribe string, ok bool) {
 	m := carryStampRE.FindStringSubmatch(gitVersion)
 	if m == nil {
 		return "", "", false
@@ -75,7 +79,7 @@ func CarryStamp(gitVersion string) (carryID, kcpDescribe string, ok bool) {
 
 // LDFlags returns the -ldflags value kcp's Makefile would use, with the
 // carry-marked gitVersion.
-func (v VersionInfo) LDFlags() (string, error) {
+func (v Info) LDFlags() (string, error) {
 	m := kubeVersionRE.FindStringSubmatch(v.KubeVersion)
 	if m == nil {
 		return "", fmt.Errorf("k8s.io/kubernetes version %q is not of the form vMAJOR.MINOR...", v.KubeVersion)

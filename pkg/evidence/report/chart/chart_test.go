@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/kcp-carry/kcp-carry/internal/testreport"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/report"
+	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 )
 
 // TestChart renders a synthetic duel (pristine dies at 3.5 s, patched runs
