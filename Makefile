@@ -182,18 +182,17 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # and with -v, so that the log shows kcp's own e2e pass counts and the
 # regression test's verdicts: kcp started while other live suites load the
 # 2 cores was seen to leave its workspaces Initializing.
-# With KCP_SOURCE, the race builds too (make kcp-race): TestRealKCPRace*
-# runs kcp's own e2e subset on the carried race build, so the non-race run of
-# that subset is skipped (KCP_CARRY_KCP_SUITE=race); the regression test
-# still runs on the non-race carried and stock builds.
+# The race phase (make test-race, docs/races.md) is not in it yet: its
+# builds and runs do not fit CI's budget beside the rest (docs/ci.md), so
+# TestRealKCPRace* is skipped here.
 # With KCP_MAIN_SOURCE too, kcp main's phase runs in the reduced form that
 # fits CI's budget (docs/ci.md): its carried build under the suite's load
 # (TestRealKCPPatched), and kcp-patches' regression test on its carried and
 # stock builds; `make test-kcp-main` is the full one.
-test: overlay $(if $(KCP_SOURCE),kcp sharded kcp-race) $(if $(KCP_MAIN_SOURCE),kcp-main)
+test: overlay $(if $(KCP_SOURCE),kcp sharded) $(if $(KCP_MAIN_SOURCE),kcp-main)
 	$(GO) vet ./...
 	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP|^TestSharded' ./...
-	KCP_CARRY_KCP_SUITE=race $(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' ./test/e2e/
+	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' -skip '^TestRealKCPRace' ./test/e2e/
 ifneq ($(KCP_SOURCE),)
 	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
 endif

@@ -32,9 +32,6 @@ const (
 // read carries the value a stock kcp writes into its watch cache.
 const emptyAnnotation = `kcp.io/original-api-version=""`
 
-// envKCPSuite=race skips the kcp-suite subtests here: `make test` runs kcp's
-// own e2e subset on the carried race build instead (TestRealKCPRaceCarried).
-const envKCPSuite = "KCP_CARRY_KCP_SUITE"
 
 // TestRealKCPOwnE2E runs kcp's own e2e tests, compiled from KCP_SOURCE with
 // the tree's go.mod after `git am` of kcp-patches/ (the regression test the
@@ -81,9 +78,6 @@ func TestRealKCPOwnE2E(t *testing.T) {
 			s := startKCPForE2E(t, bin, tree)
 			logDir := filepath.Join(work, "logs", variant)
 			t.Run("kcp-suite", func(t *testing.T) {
-				if os.Getenv(envKCPSuite) == "race" {
-					t.Skipf("%s=race: kcp's own e2e subset runs on the carried race build (TestRealKCPRaceCarried)", envKCPSuite)
-				}
 				for _, p := range kcpe2e.Subset {
 					res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), suiteTimeout)
 					t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
