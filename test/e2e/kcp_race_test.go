@@ -17,7 +17,6 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
@@ -50,7 +49,7 @@ const knownRacesFile = "docs/races.known"
 // is that variant and built with -race.
 func raceKCPBinary(t *testing.T, variant string) string {
 	t.Helper()
-	kcpSource(t, "real kcp with the race detector: set "+EnvKCPSource+"=<kcp v0.32.3 source tree> and run `make test` (builds bin/race/kcp and bin/race/kcp-pristine)")
+	kcpSource(t, "real kcp with the race detector: set "+EnvKCPSource+"=<kcp v0.32.3 source tree> and run `make test-race` (builds bin/race/kcp and bin/race/kcp-pristine)")
 	root := repoRoot(t)
 	dir := filepath.Join(root, "bin", "race")
 	if d := os.Getenv(EnvKCPRaceBinDir); d != "" {
@@ -58,17 +57,9 @@ func raceKCPBinary(t *testing.T, variant string) string {
 	}
 	bin := filepath.Join(dir, map[string]string{"patched": "kcp", "pristine": "kcp-pristine"}[variant])
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s is set but %s is missing: run `make kcp-race` (or `make test`) to build it", EnvKCPSource, bin)
+		t.Fatalf("%s is set but %s is missing: run `make kcp-race` (or `make test-race`) to build it", EnvKCPSource, bin)
 	}
-	c, err := carryset.Load(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	carried := c.Paths()
-	got, err := kcpbuild.Variant(bin, carried)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := buildVariant(t, root, bin)
 	race, err := kcpbuild.RaceBuild(bin)
 	if err != nil {
 		t.Fatal(err)

@@ -76,15 +76,7 @@ func kcpBinary(t *testing.T, variant string) string {
 		}
 		t.Skipf("real kcp: set %s=<kcp v0.32.3 source tree> and run `make test` (builds bin/kcp and bin/kcp-pristine)", EnvKCPSource)
 	}
-	c, err := carryset.Load(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	carried := c.Paths()
-	got, err := kcpbuild.Variant(bin, carried)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := buildVariant(t, root, bin)
 	if got != variant {
 		if os.Getenv("KCP_BINARY") != "" {
 			t.Skipf("KCP_BINARY=%s is a %s build (from its build info); this test wants a %s one", bin, got, variant)
@@ -363,4 +355,19 @@ func quorumAnnotation(t *testing.T, dc *dynamic.DynamicClient, r objectRef) (str
 
 func gvrOf(r hammer.Resource) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+}
+
+// buildVariant is "patched" or "pristine", from the build info of the kcp
+// binary bin: whether it links this repository's carry.
+func buildVariant(t *testing.T, root, bin string) string {
+	t.Helper()
+	c, err := carryset.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := kcpbuild.Variant(bin, c.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
