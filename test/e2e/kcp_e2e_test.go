@@ -32,7 +32,6 @@ const (
 // read carries the value a stock kcp writes into its watch cache.
 const emptyAnnotation = `kcp.io/original-api-version=""`
 
-
 // TestRealKCPOwnE2E runs kcp's own e2e tests, compiled from KCP_SOURCE with
 // the tree's go.mod after `git am` of kcp-patches/ (the regression test the
 // carry contributes to kcp's suite), against bin/kcp and bin/kcp-pristine,
