@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
 
 // checkOutDir refuses an --out directory that exists and is something other
@@ -39,11 +41,7 @@ func checkOutDir(dir string) error {
 // writeLayoutTemp writes the result as an OCI image layout into a new
 // temporary directory beside dir; commitLayout moves it into place.
 func writeLayoutTemp(dir string, r *built, refName string) (string, error) {
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("--out %s: %w", dir, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	tmp, err := atomicfile.TempDirFor(dir)
 	if err != nil {
 		return "", fmt.Errorf("--out %s: %w", dir, err)
 	}
@@ -65,21 +63,8 @@ func writeLayoutTemp(dir string, r *built, refName string) (string, error) {
 
 // commitLayout replaces dir with the written layout tmp.
 func commitLayout(tmp, dir string) error {
-	old := ""
-	if _, err := os.Stat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("--out %s: %w", dir, err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir) // put the previous layout back
-		}
+	if err := atomicfile.ReplaceDir(tmp, dir); err != nil {
 		return fmt.Errorf("--out %s: %w", dir, err)
-	}
-	if old != "" {
-		return os.RemoveAll(old)
 	}
 	return nil
 }
