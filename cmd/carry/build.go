@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 )
 
@@ -56,33 +57,22 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *BuildOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	c, err := o.loadCarry()
-	if err != nil {
-		return fail(stderr, "build", err)
-	}
-	res, err := kcpbuild.Build(ctx, kcpbuild.Options{
-		Carry:      c,
-		KCPSource:  o.source,
-		Commands:   o.cmds,
-		Replaces:   o.replaces,
-		OutDir:     o.out,
-		Progress:   stderr,
-		Pristine:   o.pristine,
-		KCPVersion: o.kcpVersion,
-		Race:       o.race,
-	})
-	if err != nil {
-		return failBuild(stderr, "build", err)
-	}
-	if o.json {
-		if err := writeJSON(stdout, res); err != nil {
-			return fail(stderr, "build", err)
+	return runCarry(&o.commonOptions, "build", stdout, stderr, func(c *carryset.Carry) (*kcpbuild.Result, error) {
+		return kcpbuild.Build(ctx, kcpbuild.Options{
+			Carry:      c,
+			KCPSource:  o.source,
+			Commands:   o.cmds,
+			Replaces:   o.replaces,
+			OutDir:     o.out,
+			Progress:   stderr,
+			Pristine:   o.pristine,
+			KCPVersion: o.kcpVersion,
+			Race:       o.race,
+		})
+	}, func(w io.Writer, res *kcpbuild.Result) {
+		fmt.Fprintf(w, "built kcp %s (%s mode) as %s:\n", res.KCPVersion, res.Mode, res.GitVersion)
+		for _, b := range res.Binaries {
+			fmt.Fprintf(w, "  %s\n", b)
 		}
-		return ExitOK
-	}
-	fmt.Fprintf(stdout, "built kcp %s (%s mode) as %s:\n", res.KCPVersion, res.Mode, res.GitVersion)
-	for _, b := range res.Binaries {
-		fmt.Fprintf(stdout, "  %s\n", b)
-	}
-	return ExitOK
+	})
 }

@@ -188,22 +188,16 @@ func (o *commonOptions) repoRoot() (string, error) {
 	return root, nil
 }
 
-// fail reports err for command name and returns ExitFail.
+// fail reports err for command name and returns ExitFail, or
+// ExitUnfetchable for a module this machine cannot fetch (carry build and
+// image), which make reads as "not on this machine".
 func fail(stderr io.Writer, name string, err error) int {
 	fmt.Fprintf(stderr, "carry %s: %v\n", name, err)
-	return ExitFail
-}
-
-// failBuild is fail for the commands that build kcp (build, image): a module
-// this machine cannot fetch exits with ExitUnfetchable, which make reads as
-// "not on this machine".
-func failBuild(stderr io.Writer, name string, err error) int {
-	code := fail(stderr, name, err)
 	var unfetchable *kcpbuild.UnfetchableError
 	if errors.As(err, &unfetchable) {
 		return ExitUnfetchable
 	}
-	return code
+	return ExitFail
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/export"
 )
 
@@ -51,50 +52,41 @@ func (o *ExportOptions) Validate() error {
 }
 
 func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	c, err := o.loadCarry()
-	if err != nil {
-		return fail(stderr, "export", err)
-	}
-	author, err := o.identity(ctx, c.Root)
-	if err != nil {
-		return fail(stderr, "export", err)
-	}
-	res, err := export.Run(ctx, export.Options{
-		Author:       author,
-		Signoff:      o.signoff,
-		BaseBranch:   o.baseBranch,
-		ForkVersion:  o.forkVersion,
-		Carry:        c,
-		OutDir:       o.out,
-		Force:        o.force,
-		VerifyReport: o.verifyReport,
-		NoVerify:     o.noVerify,
-		SuiteReport:  o.suite,
-		Benchstat:    o.bench,
-		KCPTrees:     o.kcpTrees,
-		Progress:     stderr,
-	})
-	if err != nil {
-		return fail(stderr, "export", err)
-	}
-	if o.json {
-		if err := writeJSON(stdout, res); err != nil {
-			return fail(stderr, "export", err)
+	return runCarry(&o.commonOptions, "export", stdout, stderr, func(c *carryset.Carry) (*export.Result, error) {
+		author, err := o.identity(ctx, c.Root)
+		if err != nil {
+			return nil, err
 		}
-		return ExitOK
-	}
-	fmt.Fprintf(stdout, "%d patches by %s for %s at %s in %s:\n", len(res.Patches), res.Author, res.Repo, res.Base, res.OutDir)
+		return export.Run(ctx, export.Options{
+			Author:       author,
+			Signoff:      o.signoff,
+			BaseBranch:   o.baseBranch,
+			ForkVersion:  o.forkVersion,
+			Carry:        c,
+			OutDir:       o.out,
+			Force:        o.force,
+			VerifyReport: o.verifyReport,
+			NoVerify:     o.noVerify,
+			SuiteReport:  o.suite,
+			Benchstat:    o.bench,
+			KCPTrees:     o.kcpTrees,
+			Progress:     stderr,
+		})
+	}, writeExportText)
+}
+
+func writeExportText(w io.Writer, res *export.Result) {
+	fmt.Fprintf(w, "%d patches by %s for %s at %s in %s:\n", len(res.Patches), res.Author, res.Repo, res.Base, res.OutDir)
 	for _, p := range res.Patches {
-		fmt.Fprintf(stdout, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
+		fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
 	}
 	for _, p := range res.KCPPatches {
-		fmt.Fprintf(stdout, "  %s  (for kcp-dev/kcp)\n", p.File)
+		fmt.Fprintf(w, "  %s  (for kcp-dev/kcp)\n", p.File)
 	}
-	fmt.Fprintf(stdout, "  %s  (the fork's pull request)\n  %s  (kcp's)\n  %s\n", export.PRFile, export.KCPDir+"/"+export.PRFile, export.EvidenceFile)
+	fmt.Fprintf(w, "  %s  (the fork's pull request)\n  %s  (kcp's)\n  %s\n", export.PRFile, export.KCPDir+"/"+export.PRFile, export.EvidenceFile)
 	if !res.SignedOff {
-		fmt.Fprintln(stdout, "not signed off: kcp requires the submitter's DCO sign-off on every commit; review the patches, then export again with --signoff")
+		fmt.Fprintln(w, "not signed off: kcp requires the submitter's DCO sign-off on every commit; review the patches, then export again with --signoff")
 	}
-	return ExitOK
 }
 
 // identity is --author, or the person git is configured for.

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/image"
 )
 
@@ -69,45 +70,36 @@ func (o *ImageOptions) Validate() error {
 }
 
 func (o *ImageOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	c, err := o.loadCarry()
-	if err != nil {
-		return fail(stderr, "image", err)
-	}
-	res, err := image.Run(ctx, image.Options{
-		Carry:     c,
-		KCPSource: o.source,
-		Replaces:  o.replaces,
-		Base:      o.base,
-		Platforms: o.platforms,
-		Push:      o.push,
-		OutDir:    o.out,
-		BinDir:    o.binDir,
-		Progress:  stderr,
-	})
-	if err != nil {
-		return failBuild(stderr, "image", err)
-	}
-	if o.json {
-		if err := writeJSON(stdout, res); err != nil {
-			return fail(stderr, "image", err)
-		}
-		return ExitOK
-	}
-	fmt.Fprintln(stdout, res.Digest)
-	fmt.Fprintf(stdout, "  %s, %s\n", res.MediaType, res.Version)
-	fmt.Fprintf(stdout, "  base %s@%s\n", res.BaseName, res.BaseDigest)
+	return runCarry(&o.commonOptions, "image", stdout, stderr, func(c *carryset.Carry) (*image.Result, error) {
+		return image.Run(ctx, image.Options{
+			Carry:     c,
+			KCPSource: o.source,
+			Replaces:  o.replaces,
+			Base:      o.base,
+			Platforms: o.platforms,
+			Push:      o.push,
+			OutDir:    o.out,
+			BinDir:    o.binDir,
+			Progress:  stderr,
+		})
+	}, o.writeText)
+}
+
+func (o *ImageOptions) writeText(w io.Writer, res *image.Result) {
+	fmt.Fprintln(w, res.Digest)
+	fmt.Fprintf(w, "  %s, %s\n", res.MediaType, res.Version)
+	fmt.Fprintf(w, "  base %s@%s\n", res.BaseName, res.BaseDigest)
 	for _, p := range res.Platforms {
 		var names []string
 		for _, b := range p.Binaries {
 			names = append(names, "/"+b.Name)
 		}
-		fmt.Fprintf(stdout, "  %-12s %s  layer %s: %s\n", p.Platform, p.Digest, p.LayerDigest, strings.Join(names, " "))
+		fmt.Fprintf(w, "  %-12s %s  layer %s: %s\n", p.Platform, p.Digest, p.LayerDigest, strings.Join(names, " "))
 	}
 	if res.Pushed != "" {
-		fmt.Fprintf(stdout, "pushed %s (%s)\n", o.push, res.Pushed)
+		fmt.Fprintf(w, "pushed %s (%s)\n", o.push, res.Pushed)
 	}
 	if res.Out != "" {
-		fmt.Fprintf(stdout, "wrote %s (OCI image layout, ref %s)\n", res.Out, res.RefName)
+		fmt.Fprintf(w, "wrote %s (OCI image layout, ref %s)\n", res.Out, res.RefName)
 	}
-	return ExitOK
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 )
 
@@ -24,23 +25,12 @@ func (o *OverlayOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *OverlayOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	c, err := o.loadCarry()
-	if err != nil {
-		return fail(stderr, "overlay", err)
-	}
-	res, err := overlay.Run(ctx, overlay.Options{
-		Carry:      c,
-		GoWorkPath: filepath.Join(c.Root, "go.work"),
-		Progress:   stderr,
-		Force:      o.force,
-	})
-	if err != nil {
-		return fail(stderr, "overlay", err)
-	}
-	if o.json {
-		if err := writeJSON(stdout, res); err != nil {
-			return fail(stderr, "overlay", err)
-		}
-	}
-	return ExitOK
+	return runCarry(&o.commonOptions, "overlay", stdout, stderr, func(c *carryset.Carry) (*overlay.Result, error) {
+		return overlay.Run(ctx, overlay.Options{
+			Carry:      c,
+			GoWorkPath: filepath.Join(c.Root, "go.work"),
+			Progress:   stderr,
+			Force:      o.force,
+		})
+	}, nil)
 }

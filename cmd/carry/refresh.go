@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/refresh"
 )
 
@@ -33,22 +34,11 @@ func (o *RefreshOptions) Validate() error {
 }
 
 func (o *RefreshOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	c, err := o.loadCarry()
-	if err != nil {
-		return fail(stderr, "refresh", err)
-	}
-	opts := refresh.Options{Carry: c, Module: o.module, Progress: stderr}
-	if o.newName != "" {
-		opts.New = &refresh.NewPatch{Name: o.newName, Subject: o.subject}
-	}
-	res, err := refresh.Run(ctx, opts)
-	if err != nil {
-		return fail(stderr, "refresh", err)
-	}
-	if o.json {
-		if err := writeJSON(stdout, res); err != nil {
-			return fail(stderr, "refresh", err)
+	return runCarry(&o.commonOptions, "refresh", stdout, stderr, func(c *carryset.Carry) (*refresh.Result, error) {
+		opts := refresh.Options{Carry: c, Module: o.module, Progress: stderr}
+		if o.newName != "" {
+			opts.New = &refresh.NewPatch{Name: o.newName, Subject: o.subject}
 		}
-	}
-	return ExitOK
+		return refresh.Run(ctx, opts)
+	}, nil)
 }

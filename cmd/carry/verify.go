@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
 )
 
@@ -13,23 +14,7 @@ type VerifyOptions struct{ commonOptions }
 func NewVerifyOptions() *VerifyOptions { return &VerifyOptions{} }
 
 func (o *VerifyOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
-	c, err := o.loadCarry()
-	if err != nil {
-		return fail(stderr, "verify", err)
-	}
-	report, err := verify.Run(ctx, verify.Options{Carry: c, Progress: stderr})
-	if err != nil {
-		return fail(stderr, "verify", err)
-	}
-	if o.json {
-		if err := writeJSON(stdout, report); err != nil {
-			return fail(stderr, "verify", err)
-		}
-	} else {
-		report.WriteText(stdout)
-	}
-	if !report.OK() {
-		return ExitFail
-	}
-	return ExitOK
+	return runCarry(&o.commonOptions, "verify", stdout, stderr, func(c *carryset.Carry) (*verify.Report, error) {
+		return verify.Run(ctx, verify.Options{Carry: c, Progress: stderr})
+	}, func(w io.Writer, r *verify.Report) { r.WriteText(w) })
 }
