@@ -154,15 +154,7 @@ func (k *RealKCP) Markdown() string {
 	d := k.Duel
 	fmt.Fprintf(&b, "**Duel on kcp v0.32.3**: %s, over %s, against each kcp in turn (fresh root directory each).\n\n",
 		d.Load.Describe(), strings.Join(codes(k.Clusters), ", "))
-	b.WriteString("| kcp | requests | LIST/s | time to death | fatal error |\n")
-	b.WriteString("|---|--:|--:|---|---|\n")
-	for _, x := range []struct {
-		name string
-		run  Run
-	}{{stockKCPName, d.Pristine}, {patchedKCPName, d.Patched}} {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.name, Thousands(x.run.Requests),
-			Thousands(int64(x.run.ListsPerSecond()+0.5)), x.run.deathCell(), x.run.Fatal.Markdown())
-	}
+	d.writeTable(&b, "kcp", stockKCPName, patchedKCPName)
 	for _, r := range k.Ratios {
 		if len(r.Rounds) > 0 {
 			b.WriteString("\n" + r.Markdown())

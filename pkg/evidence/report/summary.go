@@ -68,12 +68,18 @@ func (r *Report) writeSetupLine(b *strings.Builder) {
 func (r *Report) writeDuel(b *strings.Builder) {
 	d := r.Duel
 	fmt.Fprintf(b, "\n**Duel**: %s, against each shard in turn.\n\n", d.Load.Describe())
-	b.WriteString("| shard | requests | LIST/s | time to death | fatal error |\n")
+	d.writeTable(b, "shard", pristineName, patchedName)
+}
+
+// writeTable writes the duel's table: a row for the pristine run, named
+// pristine, and one for the patched run, in a column headed what.
+func (d *Duel) writeTable(b *strings.Builder, what, pristine, patched string) {
+	fmt.Fprintf(b, "| %s | requests | LIST/s | time to death | fatal error |\n", what)
 	b.WriteString("|---|--:|--:|---|---|\n")
 	for _, x := range []struct {
 		name string
 		run  Run
-	}{{pristineName, d.Pristine}, {patchedName, d.Patched}} {
+	}{{pristine, d.Pristine}, {patched, d.Patched}} {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", x.name, Thousands(x.run.Requests),
 			Thousands(int64(x.run.ListsPerSecond()+0.5)), x.run.deathCell(), x.run.Fatal.Markdown())
 	}
