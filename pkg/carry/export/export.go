@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -368,19 +367,9 @@ func dirOrRoot(dir string) string {
 // checkOutDir refuses an output directory that exists and is not empty
 // (unless force) or is not a directory.
 func checkOutDir(dir string, force bool) error {
-	fi, err := os.Stat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	entries, err := atomicfile.OutDirEntries("--out", dir)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("--out %s: exists and is not a directory", dir)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return err
 	}
 	if len(entries) > 0 && !force {
 		return fmt.Errorf("--out %s: exists and is not empty (%d entries); choose another directory or use --force to replace it", dir, len(entries))

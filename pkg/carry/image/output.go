@@ -1,10 +1,9 @@
 package image
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"slices"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -15,22 +14,12 @@ import (
 // checkOutDir refuses an --out directory that exists and is something other
 // than an OCI image layout (which carry image replaces) or empty.
 func checkOutDir(dir string) error {
-	st, err := os.Stat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	entries, err := atomicfile.OutDirEntries("--out", dir)
 	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
+		return err
 	}
-	if !st.IsDir() {
-		return fmt.Errorf("--out %s: exists and is not a directory", dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err == nil {
+	if slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == "oci-layout" }) {
 		return nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("--out %s: %w", dir, err)
 	}
 	if len(entries) > 0 {
 		return fmt.Errorf("--out %s: exists and is not an OCI image layout; remove it or choose another directory", dir)

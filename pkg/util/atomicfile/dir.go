@@ -1,7 +1,9 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -52,4 +54,27 @@ func ReplaceDir(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// OutDirEntries is what an output directory flag (named flag, e.g. --out)
+// finds at dir before a command replaces it: no entries when dir does not
+// exist, its entries when it is a directory, and an error naming the flag
+// when it is anything else or cannot be read. Each command decides which
+// contents it may replace.
+func OutDirEntries(flag, dir string) ([]os.DirEntry, error) {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s %s: exists and is not a directory", flag, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", flag, dir, err)
+	}
+	return entries, nil
 }
