@@ -22,6 +22,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 )
 
 // DefaultCommands are the kcp servers a sharded deployment runs; all link the
@@ -175,7 +176,7 @@ func checkReplaceDir(mod, dir string) error {
 	if err := module.CheckPath(mod); err != nil {
 		return fmt.Errorf("--replace %s=%s: %w", mod, dir, err)
 	}
-	f, err := readModFile(filepath.Join(dir, "go.mod"))
+	f, err := pins.ReadGoMod(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return fmt.Errorf("--replace %s=%s: %w", mod, dir, err)
 	}
@@ -266,45 +267,45 @@ func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []st
 // checkOverlayLinked reads a binary's build info (what `go version -m` prints)
 // and makes sure each carried module was replaced by its overlay directory.
 func checkOverlayLinked(binary string, overlayDirs map[string]string) error {
-	info, err := buildinfo.ReadFile(binary)
-	if err != nil {
-		return fmt.Errorf("reading build info of %s: %w", binary, err)
-	}
-	for mod, dir := range overlayDirs {
-		dep := findDep(info, mod)
-		if dep == nil {
-			continue // the command does not link this module
+	return checkLinked(binary, overlayDirs, func(dir string, r *debug.Module) string {
+		if r != nil && filepath.Clean(r.Path) == filepath.Clean(dir) {
+			return ""
 		}
-		if dep.Replace == nil || filepath.Clean(dep.Replace.Path) != filepath.Clean(dir) {
-			got := "no replacement"
-			if dep.Replace != nil {
-				got = dep.Replace.Path + "@" + dep.Replace.Version
-			}
-			return fmt.Errorf("%s links %s from %s, not from the overlay %s", binary, mod, got, dir)
-		}
-	}
-	return nil
+		return "the overlay " + dir
+	})
 }
 
 // checkPristineLinked makes sure each carried module the binary links comes
 // from its fork pin (a module version), never from a directory: proof that
 // no overlay went into a pristine build.
 func checkPristineLinked(binary string, pins map[string]module.Version) error {
+	return checkLinked(binary, pins, func(pin module.Version, r *debug.Module) string {
+		if r != nil && r.Path == pin.Path && r.Version == pin.Version {
+			return ""
+		}
+		return "the pristine fork " + pin.Path + "@" + pin.Version
+	})
+}
+
+// checkLinked reads a binary's build info and checks the replacement of
+// each module of want it links (a module it does not link is skipped):
+// wrong returns what the module should have come from, or "" when r is it.
+func checkLinked[W any](binary string, want map[string]W, wrong func(W, *debug.Module) string) error {
 	info, err := buildinfo.ReadFile(binary)
 	if err != nil {
 		return fmt.Errorf("reading build info of %s: %w", binary, err)
 	}
-	for mod, pin := range pins {
+	for mod, w := range want {
 		dep := findDep(info, mod)
 		if dep == nil {
 			continue
 		}
-		if dep.Replace == nil || dep.Replace.Path != pin.Path || dep.Replace.Version != pin.Version {
+		if from := wrong(w, dep.Replace); from != "" {
 			got := "no replacement"
 			if dep.Replace != nil {
 				got = strings.TrimSuffix(dep.Replace.Path+"@"+dep.Replace.Version, "@")
 			}
-			return fmt.Errorf("%s links %s from %s, not from the pristine fork %s@%s", binary, mod, got, pin.Path, pin.Version)
+			return fmt.Errorf("%s links %s from %s, not from %s", binary, mod, got, from)
 		}
 	}
 	return nil
