@@ -2,12 +2,11 @@ package export
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 
-	"golang.org/x/mod/modfile"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 )
 
 // DependencyOrder orders carried modules for the exported series: a module
@@ -84,11 +83,7 @@ func reaches(deps map[string][]string, from, to string, seen map[string]bool) bo
 
 // goModRequires lists the module paths required by the go.mod file at path.
 func goModRequires(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := modfile.ParseLax(path, data, nil)
+	f, err := pins.ReadGoMod(path)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
@@ -30,7 +31,7 @@ const buildModulePath = "kcp-carry.local/kcp-build"
 func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	root := b.opts.Root
 	goModPath := filepath.Join(root, "go.mod")
-	rootMod, err := readModFile(goModPath)
+	rootMod, err := pins.ReadGoMod(goModPath)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	kcpMod, err := readModFile(dl.GoMod)
+	kcpMod, err := pins.ReadGoMod(dl.GoMod)
 	if err != nil {
 		return nil, err
 	}
@@ -209,18 +210,6 @@ func moduleDirs(r *overlay.Result) map[string]string {
 		dirs[m.Module] = m.Dir
 	}
 	return dirs
-}
-
-func readModFile(p string) (*modfile.File, error) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
-	f, err := modfile.Parse(p, data, nil)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
 }
 
 func requiredVersion(f *modfile.File, mod string) string {

@@ -3,6 +3,7 @@ package kcpbuild
 import (
 	"context"
 	"fmt"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 	"path/filepath"
 	"runtime"
 )
@@ -69,7 +70,7 @@ func KCPVersion(ctx context.Context, root, kcpSource string) (string, error) {
 		return tv.Describe, nil
 	}
 	goModPath := filepath.Join(root, "go.mod")
-	f, err := readModFile(goModPath)
+	f, err := pins.ReadGoMod(goModPath)
 	if err != nil {
 		return "", err
 	}

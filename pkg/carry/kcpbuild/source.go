@@ -124,7 +124,7 @@ func checkCheckout(dir string) (*modfile.File, error) {
 	if !st.IsDir() {
 		return nil, &SourceError{Dir: dir, Reason: "not a directory"}
 	}
-	f, err := readModFile(filepath.Join(dir, "go.mod"))
+	f, err := pins.ReadGoMod(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return nil, &SourceError{Dir: dir, Reason: err.Error()}
 	}
@@ -241,7 +241,7 @@ type TreeVersion struct {
 // pins the fork v0.32.3 pins).
 func treeVersion(root, src string) (TreeVersion, error) {
 	goModPath := filepath.Join(root, "go.mod")
-	rootMod, err := readModFile(goModPath)
+	rootMod, err := pins.ReadGoMod(goModPath)
 	if err != nil {
 		return TreeVersion{}, err
 	}

@@ -9,17 +9,22 @@ import (
 	"golang.org/x/mod/module"
 )
 
+// ReadGoMod reads and parses the go.mod file at path. Parse, not ParseLax:
+// ParseLax drops replace directives, which hold the pins.
+func ReadGoMod(path string) (*modfile.File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return modfile.Parse(path, data, nil)
+}
+
 // FromGoMod reads, for each module, the replace directive of goModPath that
 // redirects it to a fork version: the fork commit the carry patches.
 func FromGoMod(goModPath string, modules []string) (map[string]module.Version, error) {
-	data, err := os.ReadFile(goModPath)
+	f, err := ReadGoMod(goModPath)
 	if err != nil {
 		return nil, fmt.Errorf("reading pins: %w", err)
-	}
-	// Parse, not ParseLax: ParseLax drops replace directives.
-	f, err := modfile.Parse(goModPath, data, nil)
-	if err != nil {
-		return nil, err
 	}
 	pins := map[string]module.Version{}
 	var errs []error
