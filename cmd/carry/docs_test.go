@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 // The docs the repository's readers follow: every relative link in them
@@ -31,10 +31,7 @@ func docFiles(t *testing.T, root string) []string {
 }
 
 func TestDocsLinksAndFlags(t *testing.T) {
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testfs.RepoRoot(t)
 	c := newDocChecker(NewCommand(io.Discard, io.Discard))
 	for _, f := range docFiles(t, root) {
 		c.check(f)
@@ -248,10 +245,7 @@ func (c *docChecker) anchorsOf(file string) []string {
 // TestExitStatusDocs: docs/exit-status.md has exactly the code's table, and
 // docs/scrub.md's exit statuses are rows of it.
 func TestExitStatusDocs(t *testing.T) {
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testfs.RepoRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, "docs", "exit-status.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,9 +4,12 @@ package testfs
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 // Write writes content to path, creating its directory, or fails the test.
@@ -65,6 +68,26 @@ func ContainsAll(t testing.TB, what, text string, wants ...string) {
 	for _, want := range wants {
 		if !strings.Contains(text, want) {
 			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
+	}
+}
+
+// RepoRoot is the kcp-carry checkout the test runs in, or fails the test.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := reporoot.Find(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// NeedCommands skips the test unless every named command is on PATH.
+func NeedCommands(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			t.Skipf("%s not installed", name)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -112,4 +113,14 @@ func TarLayer(t testing.TB, mt types.MediaType, entries ...string) v1.Layer {
 		t.Fatal(err)
 	}
 	return static.NewLayer(buf.Bytes(), mt)
+}
+
+// Ref parses an image reference, or fails the test.
+func Ref(t testing.TB, ref string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/racereport"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 // envRace runs TestShardedKCPRaceCarried (`make test-sharded RACE=1`): the
@@ -34,10 +34,7 @@ func TestShardedKCPRaceCarried(t *testing.T) {
 	if os.Getenv(envRace) != "1" {
 		t.Skipf("the sharded race builds run with `make test-sharded RACE=1` (%s=1)", envRace)
 	}
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testfs.RepoRoot(t)
 	bins := server.TopologyBinariesIn(filepath.Join(root, "bin", "race"), "")
 	c, err := carryset.Load(root)
 	if err != nil {

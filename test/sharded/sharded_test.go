@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
@@ -24,7 +25,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 const (
@@ -78,10 +78,7 @@ func binaries(t *testing.T, variant string) server.TopologyBinaries {
 	if testing.Short() {
 		t.Skip("live sharded kcp: run without -short")
 	}
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testfs.RepoRoot(t)
 	suffix := map[string]string{"patched": "", "pristine": "-pristine"}[variant]
 	bins := server.TopologyBinariesIn(filepath.Join(root, "bin"), suffix)
 	c, err := carryset.Load(root)

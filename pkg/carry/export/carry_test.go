@@ -20,7 +20,7 @@ import (
 // scratch directory). It uses the real module cache and proxy, like
 // `carry overlay`.
 func TestExportTheCarry(t *testing.T) {
-	needGit(t)
+	testfs.NeedCommands(t, "git", "go")
 	root, err := reporoot.Find(".")
 	if err != nil {
 		t.Skipf("not in the kcp-carry repository: %v", err)

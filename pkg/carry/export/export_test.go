@@ -40,7 +40,7 @@ type fixturePatch struct {
 // carry in staging-patches/ made by git from the fixture's edits.
 func newCarryFixture(t *testing.T, mods []fixtureModule) string {
 	t.Helper()
-	needGit(t)
+	testfs.NeedCommands(t, "git", "go")
 	base := t.TempDir()
 	proxy := filepath.Join(base, "proxy")
 	root := filepath.Join(base, "proj")

@@ -2,7 +2,6 @@ package export
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,16 +15,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
 	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
-
-func needGit(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go command not available")
-	}
-}
 
 // git runs git in dir, isolated from the user's configuration, with a fixed
 // identity, and returns stdout.

@@ -27,7 +27,7 @@ func TestParseIdentity(t *testing.T) {
 // TestUserIdentity reads git config user.name and user.email, and never
 // makes up an identity when they are unset.
 func TestUserIdentity(t *testing.T) {
-	needGit(t)
+	testfs.NeedCommands(t, "git", "go")
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", home)

@@ -27,10 +27,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testimage"
 	"github.com/kcp-carry/kcp-carry/internal/testkcp"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 var servers = testimage.Servers
@@ -59,10 +59,7 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles k8s.io/apiserver for two platforms")
 	}
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testfs.RepoRoot(t)
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
@@ -141,7 +138,7 @@ func TestImage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		img, err := remote.Image(mustRef(t, host+"/carry/kcp:arm64-docker"), remote.WithContext(ctx))
+		img, err := remote.Image(testimage.Ref(t, host+"/carry/kcp:arm64-docker"), remote.WithContext(ctx))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,15 +448,6 @@ func checkPushed(t *testing.T, ctx context.Context, target string, res *Result, 
 			}
 		})
 	}
-}
-
-func mustRef(t *testing.T, ref string) name.Reference {
-	t.Helper()
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func mustFind(t *testing.T, idx v1.ImageIndex, arch string) v1.Hash {

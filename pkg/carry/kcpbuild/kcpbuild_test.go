@@ -15,7 +15,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testkcp"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 func TestUnfetchableErrorNamesModuleAndRemedies(t *testing.T) {
@@ -60,7 +59,7 @@ func TestFindUnfetchable(t *testing.T) {
 }
 
 func TestSourceModeRejectsNonCheckouts(t *testing.T) {
-	root := repoRoot(t)
+	root := testfs.RepoRoot(t)
 	notKCP := t.TempDir()
 	testfs.WriteTree(t, notKCP, map[string]string{"go.mod": "module example.com/other\n\ngo 1.26.0\n", "cmd/kcp/main.go": "package main\n"})
 	noCmd := t.TempDir()
@@ -95,7 +94,7 @@ func TestModuleModeNamesUnfetchableModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("downloads kcp's module graph")
 	}
-	root := repoRoot(t)
+	root := testfs.RepoRoot(t)
 	out := t.TempDir()
 	res, err := Build(context.Background(), Options{Root: root, OutDir: out, Commands: []string{"cmd/kcp"}, Progress: testWriter{t}})
 	var unfetchable *UnfetchableError
@@ -123,7 +122,7 @@ func TestSourceModeBuildsSyntheticCheckout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles k8s.io/apiserver")
 	}
-	root := repoRoot(t)
+	root := testfs.RepoRoot(t)
 	checkout := testkcp.Checkout(t, root, nil)
 	out := t.TempDir()
 
@@ -178,7 +177,7 @@ func TestSourceModeBuildsSyntheticCheckout(t *testing.T) {
 // and must not claim it), else the commit a `git archive --prefix=kcp-<commit>/`
 // directory names; anything else is refused, naming --kcp-version.
 func TestSourceVersionWithoutGit(t *testing.T) {
-	root := repoRoot(t)
+	root := testfs.RepoRoot(t)
 	ctx := context.Background()
 	b := &builder{opts: Options{Root: root}, log: testWriter{t}}
 
@@ -252,19 +251,6 @@ func runProbe(t *testing.T, bin string) map[string]string {
 		kv[k] = v
 	}
 	return kv
-}
-
-// repoRoot is the kcp-carry checkout this test runs in.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "staging-patches")); err != nil {
-		t.Fatalf("%s is not the repository root: %v", dir, err)
-	}
-	return dir
 }
 
 type testWriter struct{ t *testing.T }

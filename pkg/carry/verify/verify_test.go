@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 // TestCarryFailsWithoutAndPassesWith is the unit-level positive control: the
@@ -16,10 +16,7 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the fork's tests under -race four times")
 	}
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testfs.RepoRoot(t)
 	var progress strings.Builder
 	report, err := Run(context.Background(), Options{Root: root, Progress: &progress})
 	if err != nil {

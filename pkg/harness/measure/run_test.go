@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testreport"
 	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
 	"github.com/kcp-carry/kcp-carry/pkg/evidence/report/chart"
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 // TestRunEndToEnd runs the whole duel against real test shards with a very
@@ -24,10 +24,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts live test shards")
 	}
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testfs.RepoRoot(t)
 	o := DefaultOptions()
 	o.Root = root
 	o.Duration, o.MaxRequests = 4*time.Second, 50000

@@ -2,20 +2,13 @@ package gitexec
 
 import (
 	"context"
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-func needGit(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
-}
 
 func TestDate(t *testing.T) {
 	d := time.Date(2026, 11, 30, 9, 17, 44, 0, time.FixedZone("", 90*60))
@@ -28,7 +21,7 @@ func TestDate(t *testing.T) {
 // configuration and the repository's hooks do not reach the run; the
 // identity given does.
 func TestIsolated(t *testing.T) {
-	needGit(t)
+	testfs.NeedCommands(t, "git")
 	ctx := context.Background()
 	home := t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = From Home\n\temail = home@example.com\n[log]\n\tdate = iso\n"), 0o644); err != nil {
@@ -71,7 +64,7 @@ func TestIsolated(t *testing.T) {
 }
 
 func TestRunError(t *testing.T) {
-	needGit(t)
+	testfs.NeedCommands(t, "git")
 	dir := t.TempDir()
 	_, err := Repo{Dir: dir}.Run(context.Background(), "rev-parse", "--verify", "HEAD")
 	if err == nil {
