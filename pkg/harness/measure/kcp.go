@@ -2,14 +2,15 @@ package measure
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
@@ -287,7 +288,7 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions,
 		partial := map[string]report.Rated{}
 		full := map[string]report.Rated{}
 		for _, s := range order {
-			p, err := partialRate(ctx, s, ro, k.HammerLogf)
+			p, err := partialRate(ctx, s, ro)
 			if err != nil {
 				return nil, err
 			}
@@ -309,44 +310,32 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions,
 	return out, nil
 }
 
-// partialRate is one hammer lister of the wildcard partial-metadata LIST,
-// nothing else, for ro.Duration.
-func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions, hammerLogf func(string, ...any)) (report.Rated, error) {
-	h := hammer.DefaultOptions()
-	h.Config = s.srv.Config()
-	h.ServerExited = s.srv.Done()
-	h.Resources = []hammer.Resource{hammer.ClusterRoles}
-	h.Clusters = []string{"root"} // NoSeed: the objects are there; the lister is wildcard
-	h.Objects = 1
-	h.NoSeed, h.NoAfterChecks = true, true
-	h.Listers, h.Watchers, h.Writers = 1, 0, 0
-	h.ListerShapes = []requestshape.Shape{ro.Lister}
-	h.Duration = ro.Duration
-	h.MaxRequests = 1 << 40
-	h.Logf = hammerLogf
-	rep, err := hammer.Run(ctx, h)
-	if err != nil {
-		return report.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %w", s.variant, err)
-	}
-	if rep.Death.Died || rep.Error != "" {
-		return report.Rated{}, fmt.Errorf("partial LISTs against the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
-	}
-	return report.Rated{Lists: rep.Timeline.Lists(), Failed: rep.Failed, Elapsed: rep.LoadElapsed}, nil
+// partialRate is one client's wildcard partial-metadata LISTs of the
+// ClusterRoles (ro.Lister's shape) for ro.Duration.
+func partialRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (report.Rated, error) {
+	return listRate(ctx, s, ro, ro.Lister, "partial LISTs")
 }
 
-// fullRate is one client's wildcard full-object LISTs of the ClusterRoles
-// (plain JSON, the same resourceVersion), read to the end, for ro.Duration.
+// fullRate is the same client's wildcard full-object LISTs of the
+// ClusterRoles: the partial LIST's shape, asking for full objects.
 func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (report.Rated, error) {
+	full := ro.Lister
+	full.Accept = requestshape.JSON
+	return listRate(ctx, s, ro, full, "full-object LISTs")
+}
+
+// listRate sends one LIST of shape after the other for ro.Duration and
+// counts the answered ones. The client work is the same for partial and
+// full objects, so that their rates compare: read the body, decode it and
+// walk every item's metadata (ratioItems).
+func listRate(ctx context.Context, s *kcpSlot, ro RatioOptions, shape requestshape.Shape, what string) (report.Rated, error) {
 	cfg := s.srv.Config()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return report.Rated{}, err
 	}
-	// The partial LIST's shape, asking for full objects.
-	full := ro.Lister
-	full.Accept = requestshape.JSON
 	url := cfg.Host + "/clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles"
-	if q := full.Query(requestshape.Params{}).Encode(); q != "" {
+	if q := shape.Query(requestshape.Params{}).Encode(); q != "" {
 		url += "?" + q
 	}
 	var lists, failed int64
@@ -359,22 +348,42 @@ func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (report.Rated, e
 		if err != nil {
 			return report.Rated{}, err
 		}
-		req.Header.Set("Accept", full.AcceptHeader())
+		req.Header.Set("Accept", shape.AcceptHeader())
 		resp, err := hc.Do(req)
 		if err != nil {
 			failed++
 			if s.srv.Died() {
-				return report.Rated{}, fmt.Errorf("full-object LISTs: the %s kcp died", s.variant)
+				return report.Rated{}, fmt.Errorf("%s: the %s kcp died", what, s.variant)
 			}
 			continue
 		}
-		_, err = io.Copy(io.Discard, resp.Body)
+		var list ratioItems
+		err = json.NewDecoder(resp.Body).Decode(&list)
 		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
+		if err != nil || resp.StatusCode != http.StatusOK || list.walk() == 0 {
 			failed++
 			continue
 		}
 		lists++
 	}
 	return report.Rated{Lists: lists, Failed: failed, Elapsed: time.Since(start)}, nil
+}
+
+// ratioItems is what the ratio's client decodes of a LIST, partial or full:
+// each item's metadata (json skips the rest of a full object).
+type ratioItems struct {
+	Items []struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	} `json:"items"`
+}
+
+// walk visits every item and returns the number that have a name.
+func (l *ratioItems) walk() int {
+	n := 0
+	for _, it := range l.Items {
+		if it.Metadata.Name != "" {
+			n++
+		}
+	}
+	return n
 }
