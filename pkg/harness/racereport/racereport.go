@@ -210,14 +210,37 @@ func runtimeFrame(fn string) bool {
 }
 
 // Top is the access's first frame outside the runtime: the code that made
-// the access ("" if the stack was not restored).
+// the access ("" if the stack was not restored), with a generic type's
+// arguments shown as [...]: the runtime names them by shape hashes, which
+// change with the code around them.
 func (a Access) Top() string {
 	for _, f := range a.Frames {
 		if !runtimeFrame(f.Func) {
-			return f.Func
+			return withoutTypeArgs(f.Func)
 		}
 	}
 	return ""
+}
+
+// withoutTypeArgs replaces each outermost [...] of fn by "[...]":
+// "pkg.(*F[go.shape.ab,int]).m" -> "pkg.(*F[...]).m".
+func withoutTypeArgs(fn string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range fn {
+		switch {
+		case r == '[':
+			if depth == 0 {
+				b.WriteString("[...]")
+			}
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Key groups reports by the code on each side: the top frame (outside the
