@@ -14,7 +14,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
-	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
 // The suite's load, the one that crashed a real kcp v0.32.3: 8 listers (mixed v1/v1beta1, rv ""/"0", paged, two
@@ -91,15 +90,6 @@ func suiteLoad(t *testing.T, cfg *rest.Config, exited <-chan struct{}, clusters 
 	o.ServerExited = exited
 	o.Logf = t.Logf
 	return o
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := reporoot.Find(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // runHammer runs the hammer and logs its report.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpe2e"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
@@ -48,26 +49,8 @@ const emptyAnnotation = `kcp.io/original-api-version=""`
 //     beside it.
 func TestRealKCPOwnE2E(t *testing.T) {
 	src := kcpSource(t, "kcp's own e2e tests are compiled from a kcp source tree: set "+EnvKCPSource)
-	root := repoRoot(t)
-	ctx := context.Background()
-
-	patches, err := kcppatches.Load(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A fixed directory per tree, so that a second run finds the test
-	// binaries' packages in Go's build cache.
-	work := filepath.Join(root, ".build", "kcp-e2e", filepath.Base(filepath.Clean(src)))
-	tree := filepath.Join(work, "src")
-	began := time.Now()
-	if err := kcppatches.ApplyToCopy(ctx, src, tree, patches); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: applied %s with git am to a copy, %s, in %s", src, strings.Join(patches.Names(), ", "), tree, time.Since(began).Round(time.Millisecond))
-
-	// Compiled when a subtest first needs them: `make test` runs only the
-	// regression subtests on kcp main.
-	bins := &kcpTestBinaries{tree: tree, dir: work}
+	bins := prepareKCPE2E(t, src)
+	tree, work := bins.tree, bins.dir
 
 	// Each variant's binary is looked up in its own subtest, so that a run
 	// of the patched subtests alone (CI's kcp main phase) needs no stock build.
@@ -76,18 +59,22 @@ func TestRealKCPOwnE2E(t *testing.T) {
 			bin := kcpBinary(t, variant)
 			s := startKCPForE2E(t, bin, tree)
 			logDir := filepath.Join(work, "logs", variant)
+			// A subtest per package (kcp-suite/conformance, ...), so that
+			// `make test` can choose which run here and which on the race build.
 			t.Run("kcp-suite", func(t *testing.T) {
 				for _, p := range kcpe2e.Subset {
-					res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), suiteTimeout)
-					t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
-					if skipped := res.Names(kcpe2e.Skip); len(skipped) > 0 {
-						t.Logf("%s: skipped by kcp's framework: %s", p.Dir, strings.Join(skipped, ", "))
-					}
-					if variant == "patched" {
-						expectAllPassed(t, p, res)
-					} else if !res.OK() {
-						t.Logf("on the stock kcp too: %s", describeFailures(res))
-					}
+					t.Run(p.Name(), func(t *testing.T) {
+						res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), suiteTimeout)
+						t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
+						if skipped := res.Names(kcpe2e.Skip); len(skipped) > 0 {
+							t.Logf("%s: skipped by kcp's framework: %s", p.Dir, strings.Join(skipped, ", "))
+						}
+						if variant == "patched" {
+							expectAllPassed(t, p, res)
+						} else if !res.OK() {
+							t.Logf("on the stock kcp too: %s", describeFailures(res))
+						}
+					})
 				}
 			})
 			t.Run("regression", func(t *testing.T) {
@@ -117,6 +104,29 @@ func TestRealKCPOwnE2E(t *testing.T) {
 			})
 		})
 	}
+}
+
+// prepareKCPE2E copies the kcp tree src with kcp-patches/ applied (git am)
+// into a fixed directory per tree, ROOT/.build/kcp-e2e/<tree>/src, so that a
+// second run finds the test binaries' packages in Go's build cache, and
+// returns the compiler of its test binaries. They are compiled when a
+// subtest first needs them: `make test` runs only the regression subtests
+// on the non-race builds.
+func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
+	t.Helper()
+	root := testfs.RepoRoot(t)
+	patches, err := kcppatches.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(root, ".build", "kcp-e2e", filepath.Base(filepath.Clean(src)))
+	tree := filepath.Join(work, "src")
+	began := time.Now()
+	if err := kcppatches.ApplyToCopy(context.Background(), src, tree, patches); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: applied %s with git am to a copy, %s, in %s", src, strings.Join(patches.Names(), ", "), tree, time.Since(began).Round(time.Millisecond))
+	return &kcpTestBinaries{tree: tree, dir: work}
 }
 
 // kcpTestBinaries compiles a package's tests on first use (kcpe2e.Compile,

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testimage"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/image"
@@ -41,7 +41,7 @@ func TestRealKCPImage(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("runs the image's linux/amd64 /kcp; this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	root := repoRoot(t)
+	root := testfs.RepoRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 
@@ -61,7 +61,7 @@ func TestRealKCPImage(t *testing.T) {
 	}
 	baseRef := host + "/kcp-dev/kcp:v0.32.3"
 	if len(platforms) == 1 {
-		err := remote.Write(mustParseRef(t, baseRef), testimage.Base(t, platforms[0].Architecture, true, false), remote.WithContext(ctx))
+		err := remote.Write(testimage.Ref(t, baseRef), testimage.Base(t, platforms[0].Architecture, true, false), remote.WithContext(ctx))
 		if err != nil {
 			t.Fatalf("pushing the synthetic base: %v", err)
 		}
@@ -70,7 +70,7 @@ func TestRealKCPImage(t *testing.T) {
 		for _, p := range platforms {
 			archs = append(archs, p.Architecture)
 		}
-		if err := remote.WriteIndex(mustParseRef(t, baseRef), testimage.Index(t, true, archs...), remote.WithContext(ctx)); err != nil {
+		if err := remote.WriteIndex(testimage.Ref(t, baseRef), testimage.Index(t, true, archs...), remote.WithContext(ctx)); err != nil {
 			t.Fatalf("pushing the synthetic base: %v", err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestRealKCPImage(t *testing.T) {
 // a temporary directory.
 func extractFromImage(t *testing.T, ctx context.Context, ref, file string) string {
 	t.Helper()
-	img, err := remote.Image(mustParseRef(t, ref), remote.WithContext(ctx), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
+	img, err := remote.Image(testimage.Ref(t, ref), remote.WithContext(ctx), remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
 	if err != nil {
 		t.Fatalf("pulling %s: %v", ref, err)
 	}
@@ -163,15 +163,6 @@ func extractFromLayer(t *testing.T, l v1.Layer, file, out string) bool {
 		}
 		return true
 	}
-}
-
-func mustParseRef(t *testing.T, ref string) name.Reference {
-	t.Helper()
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 // testLogWriter logs each line written to it.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpe2e"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
@@ -50,7 +51,7 @@ const knownRacesFile = "docs/races.known"
 func raceKCPBinary(t *testing.T, variant string) string {
 	t.Helper()
 	kcpSource(t, "real kcp with the race detector: set "+EnvKCPSource+"=<kcp v0.32.3 source tree> and run `make test-race` (builds bin/race/kcp and bin/race/kcp-pristine)")
-	root := repoRoot(t)
+	root := testfs.RepoRoot(t)
 	dir := filepath.Join(root, "bin", "race")
 	if d := os.Getenv(EnvKCPRaceBinDir); d != "" {
 		dir = d
@@ -74,7 +75,7 @@ func raceKCPBinary(t *testing.T, variant string) string {
 // ROOT/.build/race/<test> so that a finding can be read after the run.
 func raceLogDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot(t), ".build", "race", strings.ReplaceAll(t.Name(), "/", "_"))
+	dir := filepath.Join(testfs.RepoRoot(t), ".build", "race", strings.ReplaceAll(t.Name(), "/", "_"))
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func stopAndReadRaces(t *testing.T, s *server.KCP, dir string) []racereport.Repo
 // in docs/races.md. Every group is written to dir/findings.md.
 func judgeCarried(t *testing.T, dir string, reps []racereport.Report) {
 	t.Helper()
-	known, err := racereport.LoadKnown(filepath.Join(repoRoot(t), knownRacesFile))
+	known, err := racereport.LoadKnown(filepath.Join(testfs.RepoRoot(t), knownRacesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,64 +172,71 @@ func writeFindings(t *testing.T, dir string, reps []racereport.Report) {
 	}
 }
 
-// TestRealKCPRaceCarried: kcp v0.32.3 built with the carry and -race, under
-// the seed load (8 wildcard partial-metadata listers, 2 watchers, 4 writers,
-// 60 s, checks a-c) and, on a second kcp, under kcp's own e2e subset and
-// kcp-patches' regression test: no race report on the handlers or the watch
-// cache, and none not already known.
+// TestRealKCPRaceCarried: kcp v0.32.3 built with the carry and -race,
+// started as kcp's e2e framework expects, under the seed load (8 wildcard
+// partial-metadata listers, 2 watchers, 4 writers, 60 s, checks a-c), then
+// kcp's own e2e subset and kcp-patches' regression test on the same kcp: no
+// race report on the handlers or the watch cache, and none not already
+// known. One kcp serves both, as a race build takes minutes to start.
 func TestRealKCPRaceCarried(t *testing.T) {
 	bin := raceKCPBinary(t, "patched")
+	bins := prepareKCPE2E(t, os.Getenv(EnvKCPSource))
+	// kcp's packages, each a subtest (kcp-e2e/conformance, ...,
+	// kcp-e2e/regression), so that `make test` can choose some of them.
+	// Their test binaries are compiled when first needed.
+	names := []string{}
+	pkgs := map[string]kcpe2e.Package{}
+	for _, p := range append(append([]kcpe2e.Package{}, kcpe2e.Subset...), kcpe2e.Regression) {
+		name := p.Name()
+		if p.Dir == kcpe2e.Regression.Dir && slices.Equal(p.Tests, kcpe2e.Regression.Tests) {
+			name = "regression"
+		}
+		names = append(names, name)
+		pkgs[name] = p
+	}
+
+	dir := raceLogDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), raceReadyTimeout+server.WorkspaceReadyTimeout)
+	defer cancel()
+	s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: bins.tree, Env: raceEnv(dir), ReadyTimeout: raceReadyTimeout, Progress: t.Logf})
+	if err != nil {
+		t.Fatalf("starting the carried race kcp: %v", err)
+	}
+	servertest.StopKCPAtCleanup(t, s)
+	checkVersionStamp(t, s)
+	clusters, err := s.CreateWorkspaces(ctx, kcpWorkspaces)
+	if err != nil {
+		t.Fatalf("creating the load's workspaces on the carried race kcp: %v", err)
+	}
+
 	t.Run("load", func(t *testing.T) {
-		dir := raceLogDir(t)
-		s, clusters := servertest.StartKCPWithWorkspaces(t, server.KCPOptions{Binary: bin, RootDir: t.TempDir(), Env: raceEnv(dir), ReadyTimeout: raceReadyTimeout}, kcpWorkspaces)
-		checkVersionStamp(t, s)
-		clusters = append([]string{"root"}, clusters...)
-		o := kcpLoadOptions(t, s, clusters)
+		o := kcpLoadOptions(t, s, append([]string{"root"}, clusters...))
 		o.Duration = raceSeedLoad
 		rep := runHammer(t, o)
 		expectSurvivedClean(t, s, rep)
 		expectContract(t, rep)
 		t.Logf("carried race kcp: %d requests in %s (%.0f req/s), %s", rep.Requests, rep.LoadElapsed, rep.ReqPerSec, checkedCounts(rep))
-		logRSS(t, s)
-		judgeCarried(t, dir, stopAndReadRaces(t, s, dir))
 	})
 	t.Run("kcp-e2e", func(t *testing.T) {
-		src := os.Getenv(EnvKCPSource)
-		root := repoRoot(t)
-		patches, err := kcppatches.Load(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		work := filepath.Join(root, ".build", "kcp-e2e", filepath.Base(filepath.Clean(src)))
-		tree := filepath.Join(work, "src")
-		if err := kcppatches.ApplyToCopy(context.Background(), src, tree, patches); err != nil {
-			t.Fatal(err)
-		}
-		bins := &kcpTestBinaries{tree: tree, dir: work}
-		dir := raceLogDir(t)
-		ctx, cancel := context.WithTimeout(context.Background(), raceReadyTimeout+time.Minute)
-		defer cancel()
-		s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: tree, Env: raceEnv(dir), ReadyTimeout: raceReadyTimeout, Progress: t.Logf})
-		if err != nil {
-			t.Fatalf("starting the carried race kcp for kcp's e2e tests: %v", err)
-		}
-		servertest.StopKCPAtCleanup(t, s)
-		logDir := filepath.Join(work, "logs", "patched-race")
-		for _, p := range append(append([]kcpe2e.Package{}, kcpe2e.Subset...), kcpe2e.Regression) {
-			name, timeout := p.Name(), suiteTimeout
-			if p.Dir == kcpe2e.Regression.Dir && strings.Join(p.Tests, ",") == strings.Join(kcpe2e.Regression.Tests, ",") {
-				name, timeout = "regression", regressionTimeout
-			}
-			res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, name, timeout)
-			t.Logf("carried race kcp, %s: %s", name, res.Summary())
-			expectAllPassed(t, p, res)
-		}
 		if s.Died() {
-			t.Errorf("the carried race kcp died: %v\n%s", s.ExitError(), server.TailLines(s.Stderr(), 40))
+			t.Fatalf("the carried race kcp died under the load: %v", s.ExitError())
 		}
-		logRSS(t, s)
-		judgeCarried(t, dir, stopAndReadRaces(t, s, dir))
+		logDir := filepath.Join(bins.dir, "logs", "patched-race")
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				p, timeout := pkgs[name], suiteTimeout
+				if name == "regression" {
+					timeout = regressionTimeout
+				}
+				res := runKCPTests(t, s, bins.tree, p, bins.get(t, p), logDir, name, timeout)
+				t.Logf("carried race kcp, %s: %s", name, res.Summary())
+				expectAllPassed(t, p, res)
+			})
+		}
+		expectAliveAndReady(t, s)
 	})
+	logRSS(t, s)
+	judgeCarried(t, dir, stopAndReadRaces(t, s, dir))
 }
 
 // stockBurst bounds the positive control's load: a few wildcard

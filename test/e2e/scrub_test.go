@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/scrub"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
@@ -325,7 +326,7 @@ func carryBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "carry")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/carry")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = testfs.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/carry: %v\n%s", err, out)
 	}
