@@ -34,6 +34,9 @@ type options struct {
 	// topology; ShardedOnly runs that alone.
 	Sharded     *measure.ShardedOptions
 	ShardedOnly bool
+	// KCPOnly measures the real-kcp section alone, into the report already
+	// in Out.
+	KCPOnly bool
 
 	// What the flags give as text, turned into the fields above by Complete.
 	steps, stepLister         string
@@ -106,6 +109,7 @@ func (c *options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.sharded.Duration, "sharded-duration", c.sharded.Duration, "sharded kcp: bound of the carried load on each shard and the cache server")
 	fs.DurationVar(&c.sharded.StockBound, "sharded-stock-bound", c.sharded.StockBound, "sharded kcp: bound of the stock load on shard 1 (it should die long before)")
 	fs.BoolVar(&c.ShardedOnly, "sharded-only", false, "measure only the sharded section (needs --sharded-bin); the README is rendered again from DIR/duel.json")
+	fs.BoolVar(&c.KCPOnly, "kcp-only", false, "measure only the real-kcp section (needs --kcp-patched and --kcp-pristine) into DIR/duel.json, and render the README again")
 	// -v as well as --v: pflag reads a single dash as shorthand letters.
 	fs.BoolVarP(&c.Verbose, "v", "v", false, "log the hammer's phases")
 	fs.BoolVar(&c.RenderOnly, "render-only", false, "measure nothing: render the chart and README.md again from DIR/duel.json (e.g. to quote a new benchstat.txt)")
@@ -162,6 +166,12 @@ func (c *options) Validate() error {
 		}
 	} else if c.ShardedOnly {
 		errs = append(errs, errors.New("--sharded-only needs --sharded-bin"))
+	}
+	if c.KCPOnly && c.KCP == nil {
+		errs = append(errs, errors.New("--kcp-only needs --kcp-patched and --kcp-pristine"))
+	}
+	if c.KCPOnly && c.ShardedOnly {
+		errs = append(errs, errors.New("--kcp-only and --sharded-only exclude each other"))
 	}
 	if c.Out == "" {
 		errs = append(errs, errors.New("--out: empty"))

@@ -61,6 +61,8 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
 		{[]string{"--kcp-patched", "bin/kcp"}, "--kcp-patched and --kcp-pristine go together"},
+		{[]string{"--kcp-only"}, "--kcp-only needs --kcp-patched and --kcp-pristine"},
+		{[]string{"--kcp-only", "--kcp-patched", "a", "--kcp-pristine", "b", "--sharded-only", "--sharded-bin", "bin"}, "--kcp-only and --sharded-only exclude each other"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-rounds", "0"}, "--kcp-rounds: must be in [1, 50]"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-lister", "kcp:0"}, "--kcp-lister: want a plain v1 or v1beta1 lister"},
 		{[]string{"--kcp-patched", "a", "--kcp-pristine", "b", "--kcp-workspaces", "0"}, "--kcp-workspaces: must be in [1, 20]"},
