@@ -57,9 +57,7 @@ func newCarryFixture(t *testing.T, mods []fixtureModule) string {
 			mf += "\nrequire " + r + " v0.0.0\n"
 		}
 		testfs.Write(t, filepath.Join(src, "go.mod"), mf)
-		for name, content := range m.files {
-			testfs.Write(t, filepath.Join(src, filepath.FromSlash(name)), content)
-		}
+		testfs.WriteTree(t, src, m.files)
 		fork := module.Version{Path: m.forkPath, Version: forkVersion}
 		h1, err := testproxy.Add(proxy, fork, src, nil)
 		if err != nil {

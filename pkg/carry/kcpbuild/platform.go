@@ -3,9 +3,10 @@ package kcpbuild
 import (
 	"context"
 	"fmt"
-	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 	"path/filepath"
 	"runtime"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 )
 
 // platformEnv is the environment that selects Options.GOOS/GOARCH; later

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 // gitPatch builds a git format-patch file turning the tree before into the
@@ -60,17 +62,11 @@ func gitPatch(t *testing.T, before, after map[string]string, subject string) []b
 
 func writeSeries(t *testing.T, dir, series string, patches map[string][]byte) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, FileName), []byte(series), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	files := map[string]string{FileName: series}
 	for name, data := range patches {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		files[name] = string(data)
 	}
+	testfs.WriteTree(t, dir, files)
 }
 
 const carrySubject = "UPSTREAM: <carry>: change greeting"

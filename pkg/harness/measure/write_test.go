@@ -80,11 +80,7 @@ func TestWrite(t *testing.T) {
 func TestWriteFailureKeepsEvidence(t *testing.T) {
 	dir := t.TempDir()
 	old := map[string]string{report.DuelFile: "old duel\n", report.ChartFile: "old chart\n", report.ReadmeFile: "old readme\n"}
-	for name, content := range old {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testfs.WriteTree(t, dir, old)
 	empty := testreport.Report()
 	empty.Duel.Pristine.Timeline, empty.Duel.Patched.Timeline = nil, nil
 	if err := Write(dir, empty); err == nil || !strings.Contains(err.Error(), "the chart: the duel has no timeline") {

@@ -2,12 +2,13 @@ package gitexec
 
 import (
 	"context"
-	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 func TestDate(t *testing.T) {
