@@ -89,9 +89,15 @@ func README(rep *Report, bench string, sharded *Sharded) []byte {
 	b.WriteString("make bench      # the Go benchmarks: " + BenchstatFile + " (and bench/)\n")
 	b.WriteString("make evidence   # this report: " + DuelFile + ", " + ChartFile + ", " + ReadmeFile + "\n")
 	b.WriteString("bin/evidence --render-only   # the chart and this README again from " + DuelFile + " (e.g. after make bench), measuring nothing\n")
+	b.WriteString("bin/evidence --kcp-only --kcp-patched bin/kcp --kcp-pristine bin/kcp-pristine   # the real-kcp section alone, into " + DuelFile + "\n")
+	b.WriteString("bin/evidence --sharded-only --sharded-bin bin   # the sharded section alone\n")
 	b.WriteString("```\n")
 	if s.Command != "" {
-		b.WriteString("\nThis report was made by:\n\n" + markdown.Fence("", s.Command) + "\n")
+		made := "This report was made by"
+		if strings.Contains(s.Command, "\n") {
+			made += " (each later line measured its section again)"
+		}
+		b.WriteString("\n" + made + ":\n\n" + markdown.Fence("", s.Command) + "\n")
 	}
 	b.WriteString("\n`bin/evidence --help` lists the bounds (duel duration and request budget, step duration, rounds, scaling steps). A run that fails leaves the previous report in place.\n")
 	return []byte(b.String())
