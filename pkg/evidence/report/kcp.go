@@ -170,7 +170,7 @@ func (r *KCPRatio) Markdown() string {
 	fmt.Fprintf(&b, "**One client on kcp v0.32.3**: %s ClusterRoles over %d logical clusters, %d extra annotations each; one request at a time, `%s`, %s per run, %d rounds alternating which kcp goes first. "+
 		"Wildcard partial-metadata LISTs with the carry: **%.3f×** stock (per round %.3f to %.3f, standard deviation %.3f). "+
 		"Full-object LISTs of the same objects, which the carry does not touch (the noise control): **%.3f×** (per round %.3f to %.3f, standard deviation %.3f). "+
-		"Both rates include the same client work: the client reads each answer, decodes it and walks every item's metadata.\n\n",
+		"Both rates include the same client work: the client reads each answer whole and discards it.\n\n",
 		Thousands(int64(r.Objects)), r.Workspaces, r.Annotations, r.Lister, Seconds(r.Bound), len(r.Rounds),
 		partial.Ratio, partial.Min, partial.Max, partial.StdDev,
 		full.Ratio, full.Min, full.Max, full.StdDev)

@@ -2,15 +2,14 @@ package measure
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kcp-carry/kcp-carry/pkg/evidence/report"
@@ -326,8 +325,9 @@ func fullRate(ctx context.Context, s *kcpSlot, ro RatioOptions) (report.Rated, e
 
 // listRate sends one LIST of shape after the other for ro.Duration and
 // counts the answered ones. The client work is the same for partial and
-// full objects, so that their rates compare: read the body, decode it and
-// walk every item's metadata (ratioItems).
+// full objects, so that their rates compare: read the whole body and
+// discard it. Decoding it in the client, on the same 2 cores as kcp, made
+// the rounds' ratios spread from 0.70 to 1.27.
 func listRate(ctx context.Context, s *kcpSlot, ro RatioOptions, shape requestshape.Shape, what string) (report.Rated, error) {
 	cfg := s.srv.Config()
 	hc, err := rest.HTTPClientFor(cfg)
@@ -357,33 +357,13 @@ func listRate(ctx context.Context, s *kcpSlot, ro RatioOptions, shape requestsha
 			}
 			continue
 		}
-		var list ratioItems
-		err = json.NewDecoder(resp.Body).Decode(&list)
+		n, err := io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK || list.walk() == 0 {
+		if err != nil || resp.StatusCode != http.StatusOK || n == 0 {
 			failed++
 			continue
 		}
 		lists++
 	}
 	return report.Rated{Lists: lists, Failed: failed, Elapsed: time.Since(start)}, nil
-}
-
-// ratioItems is what the ratio's client decodes of a LIST, partial or full:
-// each item's metadata (json skips the rest of a full object).
-type ratioItems struct {
-	Items []struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-	} `json:"items"`
-}
-
-// walk visits every item and returns the number that have a name.
-func (l *ratioItems) walk() int {
-	n := 0
-	for _, it := range l.Items {
-		if it.Metadata.Name != "" {
-			n++
-		}
-	}
-	return n
 }
