@@ -184,8 +184,9 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # carried kcp, the regression test on both (the subset on the stock kcp only
 # reports, and is `make kcp-e2e`'s).
 # The race phase (make test-race, docs/races.md) is not in it: its two
-# builds of kcp with -race take 17 min cold and its runs 8 min, which would
-# take CI from about 60 min to about 85 (docs/ci.md), near CI's limit.
+# builds of kcp with -race take 17 min cold and its runs about 8 min; a cold
+# run with it was 61 min in before the real-kcp phase began, on course for
+# about 95 min, past CI's limit (docs/ci.md).
 # With KCP_MAIN_SOURCE too, kcp main's tree is checked to pin the carry's
 # fork commit (`carry pins --kcp-source`); its builds and tests are
 # `make test-kcp-main` (docs/ci.md has a recorded run).

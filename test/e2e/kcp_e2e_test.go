@@ -59,8 +59,8 @@ func TestRealKCPOwnE2E(t *testing.T) {
 			bin := kcpBinary(t, variant)
 			s := startKCPForE2E(t, bin, tree)
 			logDir := filepath.Join(work, "logs", variant)
-			// A subtest per package (kcp-suite/conformance, ...), so that
-			// `make test` can choose which run here and which on the race build.
+			// A subtest per package (kcp-suite/conformance, ...), so that a
+			// run can pick some: `make test` skips them on the stock kcp.
 			t.Run("kcp-suite", func(t *testing.T) {
 				for _, p := range kcpe2e.Subset {
 					t.Run(p.Name(), func(t *testing.T) {
@@ -110,8 +110,8 @@ func TestRealKCPOwnE2E(t *testing.T) {
 // into a fixed directory per tree, ROOT/.build/kcp-e2e/<tree>/src, so that a
 // second run finds the test binaries' packages in Go's build cache, and
 // returns the compiler of its test binaries. They are compiled when a
-// subtest first needs them: `make test` runs only the regression subtests
-// on the non-race builds.
+// subtest first needs them, so a run that picks some subtests compiles only
+// theirs.
 func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 	t.Helper()
 	root := testfs.RepoRoot(t)
