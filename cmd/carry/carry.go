@@ -17,7 +17,8 @@ func (o *commonOptions) loadCarry() (*carryset.Carry, error) {
 }
 
 // runCarry is the shape of every subcommand that works on the carry: load
-// it, do the work, print the result. A failure is reported as
+// it, do the work, print the result (as JSON with --json, or else with text;
+// nil: nothing). A failure is reported as
 // "carry <name>: <err>" (fail's exit status); a result whose OK method says
 // false exits ExitFail after it is printed.
 func runCarry[R any](o *commonOptions, name string, stdout, stderr io.Writer, do func(*carryset.Carry) (R, error), text func(io.Writer, R)) int {
@@ -29,24 +30,15 @@ func runCarry[R any](o *commonOptions, name string, stdout, stderr io.Writer, do
 	if err != nil {
 		return fail(stderr, name, err)
 	}
-	if code := printResult(o, name, stdout, stderr, res, text); code != ExitOK {
-		return code
-	}
-	if r, ok := any(res).(interface{ OK() bool }); ok && !r.OK() {
-		return ExitFail
-	}
-	return ExitOK
-}
-
-// printResult writes res on stdout: as JSON with --json, or else with text
-// (nil: nothing).
-func printResult[R any](o *commonOptions, name string, stdout, stderr io.Writer, res R, text func(io.Writer, R)) int {
 	if o.json {
 		if err := writeJSON(stdout, res); err != nil {
 			return fail(stderr, name, err)
 		}
 	} else if text != nil {
 		text(stdout, res)
+	}
+	if r, ok := any(res).(interface{ OK() bool }); ok && !r.OK() {
+		return ExitFail
 	}
 	return ExitOK
 }
