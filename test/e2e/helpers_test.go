@@ -127,15 +127,7 @@ func waitExit(t *testing.T, s *server.Shard) *server.Fatal {
 
 // mapFatal reports whether f is the concurrent map failure of this bug.
 func mapFatal(f *server.Fatal) bool {
-	if f == nil {
-		return false
-	}
-	switch f.Signature {
-	case server.SigConcurrentMapWrites, server.SigConcurrentMapReadWrite, server.SigConcurrentMapIterateWrite, server.SigConcurrentMapCloneWrite:
-	default:
-		return false
-	}
-	return f.HasFrame("setKCPOriginalAPIVersionAnnotation") || f.HasFrame("encoding/json")
+	return f.ConcurrentMap() && (f.HasFrame("setKCPOriginalAPIVersionAnnotation") || f.HasFrame("encoding/json"))
 }
 
 func expectNoRace(t *testing.T, s *server.Shard) {
