@@ -8,19 +8,33 @@ CARRY := bin/carry
 # see; a cached pass would prove nothing about this machine or this build.
 GO_TEST_FLAGS ?= -timeout 60m -count=1
 
-.PHONY: all carry overlay build kcp kcp-race test-race kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
+# Every long step runs as a phase (hack/phase): a timestamped line at its
+# start and end, its time in .build/phases.tsv, and `make test` ends with the
+# table of them (docs/ci.md quotes a cold run's).
+PHASE := hack/phase
+export PHASE_LOG := $(CURDIR)/.build/phases.tsv
+
+# -trimpath for every go command of the suite: the overlay lies in each
+# clone's .overlay/ and CI extracts kcp to a new temporary directory each run,
+# and without it a package's directory is part of its build cache key, so a
+# second clone or extraction would compile everything again. It keeps what
+# `go env GOFLAGS` says (an environment GOFLAGS replaces the go env file's).
+TEST_GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
+test test-quick test-race test-sharded kcp-e2e test-kcp-main: export GOFLAGS := $(TEST_GOFLAGS)
+
+.PHONY: phases-reset all carry overlay build kcp kcp-race test-race kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
 # bin/kubectl-carry is the same binary under kubectl's plugin name: with bin/
 # on PATH, `kubectl carry scrub ...` runs `kubectl-carry scrub ...`.
 carry:
-	GOWORK=off $(GO) build -o $(CARRY) ./cmd/carry
+	$(PHASE) "tool: bin/carry" env GOWORK=off $(GO) build -o $(CARRY) ./cmd/carry
 	cp -f $(CARRY) bin/kubectl-carry
 
 # Verify the fork zips against go.sum, apply staging-patches/, point go.work at .overlay/.
 overlay: carry
-	$(CARRY) overlay
+	$(PHASE) "tool: overlay" $(CARRY) overlay
 
 # Everything in this repository, linked against the patched fork.
 build: overlay
@@ -39,8 +53,8 @@ export KCP_SOURCE
 ifneq ($(KCP_SOURCE),)
 kcp: overlay
 	@test -d "$(KCP_SOURCE)" || { echo "make: KCP_SOURCE=$(KCP_SOURCE) is not a directory" >&2; exit 1; }
-	$(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp
-	$(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp --pristine
+	$(PHASE) "build: kcp $(notdir $(KCP_SOURCE)), carried" $(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp
+	$(PHASE) "build: kcp $(notdir $(KCP_SOURCE)), stock" $(CARRY) build --kcp-source "$(KCP_SOURCE)" --cmd cmd/kcp --pristine
 else
 kcp: overlay
 	$(CARRY) build || { rc=$$?; [ $$rc -eq 3 ] && echo "make: skipping bin/kcp (see above)"; [ $$rc -eq 3 ]; }
@@ -73,8 +87,8 @@ SHARDED_CMDS := --cmd cmd/kcp $(SHARDED_EXTRA_CMDS)
 sharded: overlay
 	@test -n "$(KCP_SOURCE)" || { echo "make sharded: set KCP_SOURCE=<kcp source tree> (e.g. ../shared/kcp/kcp-v0.32.3.tar.gz, extracted)" >&2; exit 1; }
 	@test -d "$(KCP_SOURCE)" || { echo "make: KCP_SOURCE=$(KCP_SOURCE) is not a directory" >&2; exit 1; }
-	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS)
-	$(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS) --pristine
+	$(PHASE) "build: sharded servers, carried" $(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS)
+	$(PHASE) "build: sharded servers, stock" $(CARRY) build --kcp-source "$(KCP_SOURCE)" $(SHARDED_CMDS) --pristine
 
 # The carry in kcp's sharded topology (test/sharded): two shards, the cache
 # server, a virtual-workspaces server per shard and the front-proxy, carried
@@ -191,16 +205,20 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # fork commit (`carry pins --kcp-source`); its builds and tests are
 # `make test-kcp-main` (docs/ci.md has a recorded run).
 REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$
-test: overlay $(if $(KCP_SOURCE),kcp sharded)
-	$(GO) vet ./...
-	$(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP|^TestSharded' ./...
-	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' -skip '$(REAL_KCP_SKIP)' ./test/e2e/
+test: phases-reset overlay $(if $(KCP_SOURCE),kcp sharded)
+	$(PHASE) "vet" $(GO) vet ./...
+	$(PHASE) "suite" $(GO) test $(GO_TEST_FLAGS) -skip '^TestRealKCP|^TestSharded' ./...
+	$(PHASE) "real kcp $(if $(KCP_SOURCE),$(notdir $(KCP_SOURCE))): TestRealKCP*" $(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' -skip '$(REAL_KCP_SKIP)' ./test/e2e/
 ifneq ($(KCP_SOURCE),)
-	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
+	$(PHASE) "sharded kcp $(notdir $(KCP_SOURCE)): TestSharded*" $(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
 endif
 ifneq ($(KCP_MAIN_SOURCE),)
-	$(CARRY) pins --kcp-source "$(KCP_MAIN_SOURCE)"
+	$(PHASE) "kcp main $(notdir $(KCP_MAIN_SOURCE)): fork pin" $(CARRY) pins --kcp-source "$(KCP_MAIN_SOURCE)"
 endif
+	@$(PHASE) --table
+
+phases-reset:
+	@$(PHASE) --reset
 
 # The quick loop before `make test` (CONTRIBUTING.md): the suite with -short
 # and no kcp source, so the live suites that start test shards, kcp or the

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
+	"github.com/kcp-carry/kcp-carry/pkg/util/goprogress"
 )
 
 // DefaultCommands are the kcp servers a sharded deployment runs; all link the
@@ -210,6 +211,35 @@ func (b *builder) goEnv(gowork string, extraGoFlags string) []string {
 	return append(env, b.opts.platformEnv()...)
 }
 
+// buildFlags are the go command's flags for every package of the build.
+// -trimpath keeps the directories of the kcp tree and the overlay out of the
+// build cache's keys (and the binaries), so a build from another extraction
+// or clone of the same sources is served from the cache.
+func (b *builder) buildFlags() []string {
+	flags := []string{"-trimpath"}
+	if b.opts.Race {
+		flags = append(flags, "-race")
+	}
+	return flags
+}
+
+// testOnly is true for the builds only tests run: the stock kcp (the
+// positive control) and the race builds. The carried build keeps what kcp's
+// own Makefile links in.
+func (b *builder) testOnly() bool { return b.opts.Pristine || b.opts.Race }
+
+// variant names the build in progress lines.
+func (b *builder) variant() string {
+	v := "carried"
+	if b.opts.Pristine {
+		v = "stock"
+	}
+	if b.opts.Race {
+		v += ", -race"
+	}
+	return v
+}
+
 // goBuild builds the commands of the kcp module into a temporary directory and
 // moves them into OutDir only when all of them linked and show the overlay,
 // so a failed build leaves the previous binaries in place.
@@ -223,13 +253,24 @@ func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []st
 	}
 	defer os.RemoveAll(tmp)
 
-	args := []string{"build", "-ldflags", ldflags, "-o", tmp + string(os.PathSeparator)}
-	if b.opts.Race {
-		args = append(args, "-race")
+	flags := b.buildFlags()
+	if b.testOnly() {
+		// No DWARF in binaries only tests run: a smaller, faster link. The
+		// race detector symbolizes its reports without it.
+		ldflags = strings.TrimSpace(ldflags + " -w")
 	}
+	args := append([]string{"build", "-v", "-ldflags", ldflags, "-o", tmp + string(os.PathSeparator)}, flags...)
 	args = append(args, pkgs...)
-	b.logf("go build %s", strings.Join(pkgs, " "))
-	if err := run.goCmd(ctx, dir, b.log, args...); err != nil {
+	label := fmt.Sprintf("carry build: go build %s (%s)", strings.Join(pkgs, " "), b.variant())
+	stale, err := goprogress.Stale(ctx, dir, run.env, flags, pkgs)
+	if err != nil {
+		return nil, err
+	}
+	meter := goprogress.NewMeter(label, b.log, stale)
+	meter.Start()
+	err = runner{env: run.env, stderr: meter}.goCmd(ctx, dir, b.log, args...)
+	meter.Stop(err)
+	if err != nil {
 		return nil, err
 	}
 	entries, err := os.ReadDir(tmp)

@@ -130,7 +130,10 @@ func (sb *ShardBuilder) buildLocked(ctx context.Context, root, binDir, out strin
 	}
 	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
 
-	args := []string{"build", "-o", out}
+	// -trimpath: the overlay lies in each clone's own .overlay/, and without
+	// it every clone would compile the fork again (the directory is part of
+	// the build cache's key). -w: no DWARF in a binary only tests run.
+	args := []string{"build", "-trimpath", "-ldflags=-w", "-o", out}
 	if b.Race {
 		args = append(args, "-race")
 	}
