@@ -6,7 +6,8 @@
 //     partial-metadata LIST of ClusterRoles, at concurrency 1, is reported as
 //     a write of metadata.annotations["kcp.io/original-api-version"] into the
 //     watch cache, for every listed object;
-//   - the matrix (requestshape.Matrix): on the patched fork (-race), LIST, GET and WATCH
+//   - the matrix (requestshape.Matrix): on the patched fork (-race unless
+//     KCP_CARRY_SHARD_RACE=0, as `make test` sets), LIST, GET and WATCH
 //     of ClusterRoles and ConfigMaps across Accept types, wildcard and
 //     single-cluster scope, resourceVersion "" and "0", selectors and
 //     pagination produce no finding, while the detector demonstrably
@@ -16,6 +17,6 @@
 //     pristine fork, and, in-process, for apiextensions'
 //     kcpWildcardPartialMetadataConverter, which the shard cannot serve.
 //
-// It uses the two shard builds the e2e suite uses (pristine, patched-race),
+// It uses the two shard builds the e2e suite uses (pristine, patched),
 // so it adds no build. -short skips the live tests.
 package detector

@@ -10,6 +10,7 @@ import (
 	cm "github.com/kcp-carry/kcp-carry/pkg/harness/cachemutation"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/requestshape"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
+	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
 // Every cell seeds cellObjects of its resource into a logical cluster of its
@@ -184,7 +185,7 @@ func runMatrix(t *testing.T, s *server.Shard, exact bool) *matrixRun {
 // fork and sees exactly the wildcard partial-metadata LIST cells write, and
 // TestPristineOneWildcardPartialListIsCaught is the one-request control.
 func TestPatchedMatrixIsClean(t *testing.T) {
-	s := startShard(t, server.ShardBuild{Race: true}, false)
+	s := startShard(t, servertest.PatchedShard(), false)
 	m := runMatrix(t, s, false)
 
 	if fs := settledFindings(t, s); len(fs) != 0 {

@@ -1,6 +1,7 @@
 // Package e2e is the live regression suite of the kcp.io/original-api-version
 // carry: pkg/harness/hammer against test shards (pkg/harness/server) built from the patched
-// fork (must survive and stay correct, under -race) and from the pristine fork
+// fork (must survive and stay correct; under -race unless KCP_CARRY_SHARD_RACE=0,
+// as `make test` sets: `make test-race` runs them with it) and from the pristine fork
 // (must die, and one request must pollute the watch cache: the positive
 // control), with controls (watch cache off, non-wildcard requests) that show
 // the wildcard watch-cache path is what kills it. The real-kcp tests

@@ -35,7 +35,7 @@ func mixedWatchOptions(t *testing.T, cfg *rest.Config, exited <-chan struct{}, c
 // partial-metadata watchers of the same resource, open at the same time over
 // the same cached events, each get their own answer, on a -race build.
 func TestPatchedShardMixedWatchers(t *testing.T) {
-	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
+	bin := servertest.ShardBinary(t, servertest.PatchedShard())
 	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	rep := runHammer(t, mixedWatchOptions(t, s.Config(), s.Done(), e2eClusters, 2, 2, 10))
 	if rep.Death.Died || s.Died() {

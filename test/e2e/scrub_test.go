@@ -70,7 +70,7 @@ type scrubScenario struct {
 // asserted on the pristine shard.
 func TestScrubShardAfterUpgrade(t *testing.T) {
 	pristine := servertest.ShardBinary(t, server.ShardBuild{Pristine: true})
-	patched := servertest.ShardBinary(t, server.ShardBuild{Race: true})
+	patched := servertest.ShardBinary(t, servertest.PatchedShard())
 	rootDir := filepath.Join(t.TempDir(), "shard")
 	start := func(bin string) func(t *testing.T) scrubServer {
 		return func(t *testing.T) scrubServer {

@@ -16,7 +16,7 @@ import (
 // TestPatchedShardSurvivesLoad: the carry holds under the full load on a
 // -race build: no death, no 5xx, checks (a)(b)(c) hold, no DATA RACE.
 func TestPatchedShardSurvivesLoad(t *testing.T) {
-	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
+	bin := servertest.ShardBinary(t, servertest.PatchedShard())
 	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	rep := runHammer(t, loadOptions(t, s))
 
@@ -117,7 +117,7 @@ func TestPristineSequentialProbePollutes(t *testing.T) {
 // TestPatchedSequentialProbeClean: the same single request leaves the
 // patched shard's cache clean and says the right version.
 func TestPatchedSequentialProbeClean(t *testing.T) {
-	bin := servertest.ShardBinary(t, server.ShardBuild{Race: true})
+	bin := servertest.ShardBinary(t, servertest.PatchedShard())
 	s := servertest.StartShard(t, server.ShardOptions{Binary: bin, Env: serverEnv})
 	rep := runSequentialProbe(t, loadOptions(t, s))
 	expectChecksHeld(t, rep, checks.APIVersion, checks.Pollution)

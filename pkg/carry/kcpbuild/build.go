@@ -262,7 +262,8 @@ func (b *builder) goBuild(ctx context.Context, run runner, dir string, pkgs []st
 	args := append([]string{"build", "-v", "-ldflags", ldflags, "-o", tmp + string(os.PathSeparator)}, flags...)
 	args = append(args, pkgs...)
 	label := fmt.Sprintf("carry build: go build %s (%s)", strings.Join(pkgs, " "), b.variant())
-	stale, err := goprogress.Stale(ctx, dir, run.env, flags, pkgs)
+	b.logf("go list -deps: which packages the build cache lacks")
+	stale, err := goprogress.Stale(ctx, dir, run.env, flags, pkgs, b.log)
 	if err != nil {
 		return nil, err
 	}

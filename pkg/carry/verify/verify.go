@@ -230,7 +230,8 @@ func goTest(ctx context.Context, root, goWork, name string, pkgs []string) (Outc
 	args := append([]string{"test", "-race", "-count=1", "-json"}, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), "GOWORK="+goWork)
+	// -race needs cgo, whatever the caller's environment says.
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), "GOWORK="+goWork, "CGO_ENABLED=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -104,7 +104,14 @@ func (sb *ShardBuilder) buildLocked(ctx context.Context, root, binDir, out strin
 	if log == nil {
 		log = os.Stderr
 	}
-	env := os.Environ()
+	// cgo only where the race detector needs it: without it the build shares
+	// the compiled fork and its dependencies with kcp's own CGO_ENABLED=0
+	// builds (carry build) in the build cache.
+	cgo := "CGO_ENABLED=0"
+	if b.Race {
+		cgo = "CGO_ENABLED=1"
+	}
+	env := append(os.Environ(), cgo)
 	if b.Pristine {
 		env = append(env, "GOWORK=off")
 	} else {

@@ -27,15 +27,16 @@ const (
 
 // Stale lists the packages among the dependencies of pkgs (and pkgs) that the
 // go command would compile with buildFlags (e.g. -race, -trimpath) in dir,
-// under env: the build cache does not hold them.
-func Stale(ctx context.Context, dir string, env []string, buildFlags []string, pkgs []string) ([]string, error) {
+// under env: the build cache does not hold them. The go command's stderr
+// (on a cold module cache, a "go: downloading" line a module) goes to log.
+func Stale(ctx context.Context, dir string, env []string, buildFlags []string, pkgs []string, log io.Writer) ([]string, error) {
 	args := append([]string{"list", "-deps", "-f", "{{if .Stale}}{{.ImportPath}}{{end}}"}, buildFlags...)
 	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr, log)
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("go %s (in %s): %w\n%s", strings.Join(args, " "), dir, err, strings.TrimSpace(stderr.String()))
 	}

@@ -3,6 +3,7 @@ package goprogress
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,8 +77,8 @@ func TestStaleAndBuildAgree(t *testing.T) {
 	}
 	dir := t.TempDir()
 	files := map[string]string{
-		"go.mod":     "module example.com/m\n\ngo 1.22\n",
-		"main.go":    "package main\n\nimport \"example.com/m/lib\"\n\nfunc main() { lib.Hello() }\n",
+		"go.mod":  "module example.com/m\n\ngo 1.22\n",
+		"main.go": "package main\n\nimport \"example.com/m/lib\"\n\nfunc main() { lib.Hello() }\n",
 		// Unique per run, so the shared build cache cannot hold it yet.
 		"lib/lib.go": fmt.Sprintf("package lib\n\nconst run = %d\n\nfunc Hello() {}\n", time.Now().UnixNano()),
 	}
@@ -92,7 +93,7 @@ func TestStaleAndBuildAgree(t *testing.T) {
 	}
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-trimpath")
 	ctx := context.Background()
-	stale, err := Stale(ctx, dir, env, nil, []string{"."})
+	stale, err := Stale(ctx, dir, env, nil, []string{"."}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestStaleAndBuildAgree(t *testing.T) {
 	if m.Compiled() != len(stale) {
 		t.Errorf("compiled %d of %d stale packages:\n%s", m.Compiled(), len(stale), out.String())
 	}
-	after, err := Stale(ctx, dir, env, nil, []string{"."})
+	after, err := Stale(ctx, dir, env, nil, []string{"."}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@
 //	KCP_CARRY_SHARD_VERBOSE=1        copy every test shard's stderr to the test's stderr as it is written
 //	KCP_CARRY_SHARD_KEEP_DIR=1       keep every test shard's directory (etcd data, certs, kubeconfig) after Stop
 //	KCP_CARRY_SHARD_READY_TIMEOUT=D  wait up to D (a Go duration) for a test shard's ready line
+//	KCP_CARRY_SHARD_RACE=0           build the patched test shard without -race (PatchedShard; `make test` sets
+//	                                 it, `make test-race` runs those tests with it)
 //
 // Commands never import it: `go list -deps ./cmd/...` shows no testing.
 package servertest
@@ -121,6 +123,18 @@ func checkCacheMutations(t testing.TB, s *server.Shard, fail bool) {
 	} else {
 		t.Logf("the cache mutation detector reported %d read-path writes into the watch cache:\n%s", len(fs), b.String())
 	}
+}
+
+// EnvShardRace chooses whether PatchedShard is a -race build: anything but
+// "0" (the default, unset) is.
+const EnvShardRace = "KCP_CARRY_SHARD_RACE"
+
+// PatchedShard is the build of the test shard with the carry that the live
+// tests run: with -race unless KCP_CARRY_SHARD_RACE=0. The race build is the
+// only one of the suite that compiles the fork and its dependencies with the
+// race detector, so `make test` leaves it to `make test-race` (docs/ci.md).
+func PatchedShard() server.ShardBuild {
+	return server.ShardBuild{Race: os.Getenv(EnvShardRace) != "0"}
 }
 
 // shardBuilder is the test binary's one builder, so that each ShardBuild is
