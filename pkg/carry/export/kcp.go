@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 )
@@ -63,7 +64,7 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 		if err != nil {
 			return nil, err
 		}
-		progress("carry export: the %d kcp pull requests' patches apply with git am to %s", len(prs), tree)
+		progress("carry export: %s (%s) applies with git am to %s", kcppatches.Dir, strings.Join(kcppatches.Names(prs), ", "), tree)
 	}
 	var out []KCPPRResult
 	for _, pr := range prs {
