@@ -19,9 +19,10 @@ bump), and one directory per kcp pull request of kcp-patches/ (its patches and P
 
 Before writing, it applies the series to the pristine fork and checks that it reproduces the overlay
 (seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree, and runs carry verify:
-go test -race of the carry's packages with each patch on its own, and its tests without it (minutes:
-about as long as carry verify). --verify-report FILE quotes a saved carry verify --json report
-instead; --no-verify skips it, and PR.md then quotes no test run.`
+two go test -race runs of the carry's packages per patch (the series up to it, and before it with only
+its tests): minutes, and over an hour on a 2-core machine busy with other builds. --verify-report FILE
+quotes a saved carry verify --json report instead; --no-verify skips it, and PR.md then quotes no test
+run.`
 
 // ExportOptions are carry export's flags.
 type ExportOptions struct {
