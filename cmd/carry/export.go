@@ -12,10 +12,22 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/export"
 )
 
+// exportLong is carry export's help: what it runs, and for how long.
+const exportLong = `Writes to --out the fork's pull request (the series as git format-patch files with
+fork paths, by --author, signed off with --signoff, and PR.md), kcp-dev-kcp/bump-fork-pin.sh (kcp's pin
+bump), and one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order.
+
+Before writing, it applies the series to the pristine fork and checks that it reproduces the overlay
+(seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree, and runs carry verify:
+two go test -race runs of the carry's packages per patch (the series up to it, and before it with only
+its tests): minutes, and over an hour on a 2-core machine busy with other builds. --verify-report FILE
+quotes a saved carry verify --json report instead; --no-verify skips it, and PR.md then quotes no test
+run.`
+
 // ExportOptions are carry export's flags.
 type ExportOptions struct {
 	commonOptions
-	out, verifyReport, suite, bench string
+	out, verifyReport               string
 	author, baseBranch, forkVersion string
 	force, noVerify, signoff        bool
 	kcpTrees                        []string
@@ -25,12 +37,10 @@ func NewExportOptions() *ExportOptions { return &ExportOptions{} }
 
 func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	o.commonOptions.AddFlags(fs)
-	fs.StringVar(&o.out, "out", "", "directory for the patch series and PR.md (must not exist or be empty, unless --force)")
+	fs.StringVar(&o.out, "out", "", "directory for the fork's patch series and PR.md, and kcp-dev-kcp/ (must not exist or be empty, unless --force)")
 	fs.BoolVar(&o.force, "force", false, "replace a non-empty --out directory")
-	fs.StringVar(&o.verifyReport, "verify-report", "", "quote `FILE`, a carry verify --json report, instead of running carry verify (minutes)")
-	fs.BoolVar(&o.noVerify, "no-verify", false, "do not run carry verify; PR.md then says it was not run")
-	fs.StringVar(&o.suite, "suite-report", "", "live suite result to quote (default ROOT/"+export.DefaultSuiteReport+" if present)")
-	fs.StringVar(&o.bench, "benchstat", "", "benchstat output to quote (default ROOT/"+export.DefaultBenchstat+" if present)")
+	fs.StringVar(&o.verifyReport, "verify-report", "", "quote `FILE`, a carry verify --json report of this carry, instead of running carry verify")
+	fs.BoolVar(&o.noVerify, "no-verify", false, "do not run carry verify; PR.md then quotes no test run")
 	fs.StringVar(&o.author, "author", "", "the person submitting the pull requests, as \"Name <email>\": every patch's author (default: git config user.name and user.email)")
 	fs.BoolVar(&o.signoff, "signoff", false, "add the author's Signed-off-by (kcp's DCO) to every patch: only the person submitting may certify it")
 	fs.StringVar(&o.baseBranch, "base-branch", "", "the fork branch the pull request targets: the rebase branch holding the pinned commit, kcp-<kubernetes version> (required; docs/upstream.md)")
@@ -67,8 +77,6 @@ func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 			Force:        o.force,
 			VerifyReport: o.verifyReport,
 			NoVerify:     o.noVerify,
-			SuiteReport:  o.suite,
-			Benchstat:    o.bench,
 			KCPTrees:     o.kcpTrees,
 			Progress:     stderr,
 		})
@@ -80,10 +88,21 @@ func writeExportText(w io.Writer, res *export.Result) {
 	for _, p := range res.Patches {
 		fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
 	}
-	for _, p := range res.KCPPatches {
-		fmt.Fprintf(w, "  %s  (for kcp-dev/kcp)\n", p.File)
+	fmt.Fprintf(w, "  %s  (the fork's pull request)\n", export.PRFile)
+	fmt.Fprintf(w, "  %s/%s  (kcp's pin bump: %s <kcp tree> <fork version>)\n", export.KCPDir, export.BumpScript, export.BumpScript)
+	for _, pr := range res.KCPPRs {
+		for _, p := range pr.Patches {
+			fmt.Fprintf(w, "  %s  (for kcp-dev/kcp)\n", p.File)
+		}
+		text := "its pull request"
+		if pr.Generic {
+			text += ", from its commit messages: fill in /kind, the issue and the release note"
+		}
+		fmt.Fprintf(w, "  %s  (%s)\n", pr.PR, text)
 	}
-	fmt.Fprintf(w, "  %s  (the fork's pull request)\n  %s  (kcp's)\n  %s\n", export.PRFile, export.KCPDir+"/"+export.PRFile, export.EvidenceFile)
+	if res.Verify == "" {
+		fmt.Fprintln(w, "not verified (--no-verify): PR.md quotes no test run")
+	}
 	if !res.SignedOff {
 		fmt.Fprintln(w, "not signed off: kcp requires the submitter's DCO sign-off on every commit; review the patches, then export again with --signoff")
 	}

@@ -21,9 +21,9 @@ import (
 const kcpE2EParallel = 4
 
 // -test.timeout of kcp's test binaries: a hang fails the run instead of
-// holding it. The regression test creates three workspaces and four
-// objects, makes one wildcard partial-metadata LIST and reads and patches
-// the objects: seconds, on carried and stock kcp alike.
+// holding it. The regression test creates four workspaces and three
+// configmaps, makes two wildcard partial-metadata LISTs and reads and
+// patches the configmaps: seconds, on carried and stock kcp alike.
 const (
 	suiteTimeout      = 20 * time.Minute
 	regressionTimeout = 3 * time.Minute
@@ -125,7 +125,7 @@ func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 	if err := kcppatches.ApplyToCopy(context.Background(), src, tree, patches); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: applied %s with git am to a copy, %s, in %s", src, strings.Join(patches.Names(), ", "), tree, time.Since(began).Round(time.Millisecond))
+	t.Logf("%s: applied %s with git am to a copy, %s, in %s", src, strings.Join(kcppatches.Names(patches), ", "), tree, time.Since(began).Round(time.Millisecond))
 	return &kcpTestBinaries{tree: tree, dir: work}
 }
 

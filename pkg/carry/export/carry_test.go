@@ -28,14 +28,9 @@ func TestExportTheCarry(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "staging-patches")); err != nil {
 		t.Skipf("not in the kcp-carry repository: %v", err)
 	}
-	// Evidence files of its own, not the repository's evidence/, which
-	// other runs write.
 	scratch := t.TempDir()
-	suite, bench := filepath.Join(scratch, "suite.txt"), filepath.Join(scratch, "bench.txt")
-	testfs.Write(t, suite, "suite result\n")
-	testfs.Write(t, bench, "benchstat table\n")
 	out := filepath.Join(scratch, "pr")
-	res, err := Run(context.Background(), Options{Author: submitter, Signoff: true, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true, SuiteReport: suite, Benchstat: bench})
+	res, err := Run(context.Background(), Options{Author: submitter, Signoff: true, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +62,10 @@ func TestExportTheCarry(t *testing.T) {
 	for _, p := range res.Patches {
 		written = append(written, filepath.Join(out, p.File))
 	}
-	for _, p := range res.KCPPatches {
-		written = append(written, filepath.Join(out, p.File))
+	for _, pr := range res.KCPPRs {
+		for _, p := range pr.Patches {
+			written = append(written, filepath.Join(out, p.File))
+		}
 	}
 	for _, path := range written {
 		text := testfs.Read(t, path)
@@ -91,26 +88,35 @@ func TestExportTheCarry(t *testing.T) {
 		}
 	}
 
-	pr := testfs.Read(t, res.PR)
-	testfs.ContainsAll(t, "PR.md", pr,
-		"base branch "+testBranch+" (it holds e006560fc76a, the commit kcp pins)",
-		"Commits: "+res.Patches[0].File+", "+res.Patches[1].File+". -->",
-		"Fixes kcp-dev/kcp#4551",
-	)
-	for _, path := range []string{res.PR, res.KCPPR} {
-		if n := strings.Count(testfs.Read(t, path), "\n"); n > 50 {
-			t.Errorf("%s has %d lines, want at most 50", path, n)
-		}
+	reviewChecklist(t, out, res, false)
+	// The fork's commits are the series' two: the first changes one line of
+	// an upstream file, response_test.go, which the text explains; the fix
+	// changes none.
+	if len(res.Patches) != 2 {
+		t.Fatalf("patches = %+v", res.Patches)
 	}
-	testfs.ContainsAll(t, "kcp-dev-kcp/PR.md", testfs.Read(t, res.KCPPR),
-		`sed -i "s/v0.0.0-20260602065202-e006560fc76a/$FORK_VERSION/" go.mod`,
-		"Fixes #4551",
+	if got := strings.Join(res.Patches[1].Files, " "); strings.Contains(got, "response.go") || strings.Contains(got, "response_test.go") {
+		t.Errorf("the fix changes upstream files: %s", got)
+	}
+	testfs.ContainsAll(t, "PR.md", testfs.Read(t, res.PR),
+		"That one line of `response_test.go` is needed because",
+		"git checkout HEAD~1 && git checkout HEAD@{1} -- staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_kcp_test.go",
 	)
-	testfs.ContainsAll(t, EvidenceFile, testfs.Read(t, res.EvidenceFile),
-		"`staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_kcp_test.go` (new)",
-		"```\nsuite result\n```",
-		"```\nbenchstat table\n```",
+	// The pin bump, exported without --fork-version, shows the command to fill in.
+	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR)),
+		"  "+BumpScript+" . v0.0.0-<date>-<commit>\n",
+		"grep -c e006560fc76a go.mod",
 	)
+
+	for _, tree := range []struct{ name, env string }{{"kcp v0.32.3", "KCP_SOURCE"}, {"kcp main", "KCP_MAIN_SOURCE"}} {
+		t.Run("bump-fork-pin.sh on "+tree.name, func(t *testing.T) {
+			src := os.Getenv(tree.env)
+			if src == "" {
+				t.Skipf("the pin bump runs on a copy of a kcp source tree: set %s", tree.env)
+			}
+			checkBumpScript(t, res.BumpScript, src)
+		})
+	}
 
 	compareWithOverlay(t, root, out, dirs)
 }
@@ -139,7 +145,7 @@ func TestCarryNamesNoPerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kcp, err := filepath.Glob(filepath.Join(root, "kcp-patches", "*.patch"))
+	kcp, err := filepath.Glob(filepath.Join(root, "kcp-patches", "*", "*.patch"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,12 +40,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
 
-// Default locations of the evidence files, relative to Options.Root.
-const (
-	DefaultSuiteReport = "evidence/duel.json"
-	DefaultBenchstat   = "evidence/benchstat.txt"
-)
-
 // PRFile is the name of the pull request description in the output.
 const PRFile = "PR.md"
 
@@ -61,17 +55,12 @@ type Options struct {
 	OutDir string
 	Force  bool
 	// VerifyReport is a `carry verify --json` report to quote in PR.md. If
-	// empty, Run runs verify.Run (minutes) unless NoVerify, in which case
-	// PR.md says the check was not run. A report that is not verified
-	// (or a verify run that fails) stops the export.
+	// empty, Run runs verify.Run (go test -race of the carry's packages,
+	// one patch at a time: minutes) unless NoVerify, in which case PR.md
+	// quotes no test run. A report that is not verified (or a verify run
+	// that fails) stops the export.
 	VerifyReport string
 	NoVerify     bool
-	// SuiteReport is the live suite's result file and Benchstat the
-	// benchstat comparison of the benchmarks. Empty means the Default*
-	// location, which may be absent (PR.md then says so); a file named
-	// explicitly must exist.
-	SuiteReport string
-	Benchstat   string
 	// KCPTrees are kcp source trees kcp-patches/ must apply to with git am
 	// (checked on scratch copies) before it is exported.
 	KCPTrees []string
@@ -100,19 +89,21 @@ type Result struct {
 	Base    string         `json:"base"`
 	Modules []ModuleResult `json:"modules"`
 	Patches []PatchResult  `json:"patches"`
-	// KCPPatches are kcp-patches/, the companion change for kcp-dev/kcp,
-	// written to --out/kcp-dev-kcp/.
-	KCPPatches []KCPPatchResult `json:"kcpPatches,omitempty"`
-	// PR is the path of PR.md (the fork's pull request), KCPPR kcp's and
-	// EvidenceFile the evidence both link.
-	PR           string `json:"pr"`
-	KCPPR        string `json:"kcpPR"`
-	EvidenceFile string `json:"evidenceFile"`
+	// KCPPRs are kcp-patches/, the companion pull requests for
+	// kcp-dev/kcp in merge order, each written to
+	// --out/kcp-dev-kcp/<n>-<name>/ with its PR.md.
+	KCPPRs []KCPPRResult `json:"kcpPRs,omitempty"`
+	// PR is the path of PR.md (the fork's pull request) and BumpScript of
+	// kcp-dev-kcp/bump-fork-pin.sh.
+	PR         string `json:"pr"`
+	BumpScript string `json:"bumpScript"`
 	// Author is who the patches are by; SignedOff says whether they carry
 	// the author's Signed-off-by.
-	Author    string     `json:"author"`
-	SignedOff bool       `json:"signedOff"`
-	Evidence  []Evidence `json:"evidence"`
+	Author    string `json:"author"`
+	SignedOff bool   `json:"signedOff"`
+	// Verify is the verify run PR.md quotes: the --verify-report file, or
+	// "carry verify" when the export ran it; empty with --no-verify.
+	Verify string `json:"verify,omitempty"`
 }
 
 // ModuleResult is one carried module, in export order.
@@ -139,16 +130,6 @@ type PatchResult struct {
 	Files   []string `json:"files"`
 	Added   int      `json:"added"`
 	Deleted int      `json:"deleted"`
-}
-
-// Evidence says where a section of PR.md's testing part came from.
-type Evidence struct {
-	Name string `json:"name"` // "verify", "suite" or "benchstat"
-	// Source is the file read, or "carry verify" when Run ran it; empty
-	// when not measured.
-	Source string `json:"source,omitempty"`
-	// Included is false when PR.md says "not measured".
-	Included bool `json:"included"`
 }
 
 // module is one carried module during the export.
@@ -222,7 +203,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	ins := o.Carry.Modules
-	ev, err := loadEvidence(o)
+	ev, err := loadVerifyReport(o)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +271,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	fmt.Fprintf(o.Progress, "carry export: %d patches apply to the pristine fork and reproduce the overlay\n", len(all))
 
-	if ev.verify == nil && !o.NoVerify {
+	if ev.report == nil && !o.NoVerify {
 		fmt.Fprintln(o.Progress, "carry export: running carry verify (use --verify-report FILE to quote a saved report)")
 		r, err := verify.Run(ctx, verify.Options{Carry: o.Carry, Progress: o.Progress})
 		if err != nil {
@@ -299,10 +280,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		if !r.OK() {
 			return nil, fmt.Errorf("carry verify: the carry is NOT verified: %s", strings.Join(r.Problems, "; "))
 		}
-		ev.verify, ev.verifySource = r, "carry verify"
+		ev.report, ev.source = r, "carry verify"
 	}
 
-	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff}
+	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source}
 	for _, m := range mods {
 		mr := ModuleResult{Module: m.in.Module, Fork: m.in.Fork, Location: m.loc, Requires: m.requires}
 		for _, e := range all {
@@ -315,9 +296,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	for _, e := range all {
 		res.Patches = append(res.Patches, e.res)
 	}
-	res.Evidence = ev.summary()
 	progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
-	if res.KCPPatches, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, o.Author, o.Signoff, progress); err != nil {
+	if res.KCPPRs, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, o.Author, o.Signoff, progress); err != nil {
 		return nil, err
 	}
 
@@ -325,15 +305,15 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	for name, text := range map[string][]byte{
-		PRFile:                        texts.fork,
-		filepath.Join(KCPDir, PRFile): texts.kcp,
-		EvidenceFile:                  texts.evidence,
-	} {
+	for name, text := range texts {
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(tmp, name)), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, name), text, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, name), text, mode); err != nil {
 			return nil, err
 		}
 	}
@@ -341,11 +321,15 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	res.PR = filepath.Join(o.OutDir, PRFile)
-	res.KCPPR = filepath.Join(o.OutDir, KCPDir, PRFile)
-	res.EvidenceFile = filepath.Join(o.OutDir, EvidenceFile)
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s and %s to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, filepath.Join(KCPDir, PRFile), EvidenceFile, o.OutDir)
+	res.BumpScript = filepath.Join(o.OutDir, KCPDir, BumpScript)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s and %s, %d kcp pull requests and %s to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, len(res.KCPPRs), filepath.Join(KCPDir, BumpScript), o.OutDir)
+	for _, pr := range res.KCPPRs {
+		if pr.Generic {
+			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)
+		}
+	}
 	if o.ForkVersion == "" {
-		fmt.Fprintf(o.Progress, "carry export: %s leaves the fork version open; once the fork merged the patches, export again with --fork-version\n", filepath.Join(KCPDir, PRFile))
+		fmt.Fprintf(o.Progress, "carry export: the pin bump leaves the fork version open; once the fork merged the patches, export again with --fork-version\n")
 	}
 	return res, nil
 }

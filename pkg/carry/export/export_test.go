@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -165,6 +166,17 @@ func stagingFixture(t *testing.T) string {
 	})
 }
 
+// addKCPPRs gives root a kcp-patches/ of the named pull requests, each the
+// kcppatches tests' one patch that creates test/e2e/conformance/new_test.go.
+func addKCPPRs(t *testing.T, root string, prs ...string) {
+	t.Helper()
+	for _, pr := range prs {
+		if err := os.CopyFS(filepath.Join(root, "kcp-patches", pr), os.DirFS("../kcppatches/testdata/kcp-patches/1-a-new-test")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 var stagingDirs = map[string]string{
 	"example.com/aserver":    "staging/src/example.com/aserver",
 	"example.com/zmachinery": "staging/src/example.com/zmachinery",
@@ -172,6 +184,7 @@ var stagingDirs = map[string]string{
 
 func TestExportStagingLayout(t *testing.T) {
 	root := stagingFixture(t)
+	addKCPPRs(t, root, "1-pin-bump", "2-a-new-test")
 	out := filepath.Join(filepath.Dir(root), "out")
 	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true})
 	if err != nil {
@@ -239,38 +252,31 @@ func TestExportStagingLayout(t *testing.T) {
 		}
 	}
 
-	pr := testfs.Read(t, res.PR)
-	testfs.ContainsAll(t, "PR.md", pr,
-		"To example.com/fork, base branch kcp-1.36.0 (it holds aaaaaaaaaaaa, the commit kcp pins). Commits: 0001-UPSTREAM-carry-meta-own-the-maps.patch, ",
-		"## Summary\n",
-		"## What Type of PR Is This?\n\n/kind bug\n",
-		"## Related Issue(s)\n\nFixes kcp-dev/kcp#4551\n",
-		"## Release Notes\n\n```release-note\nFixed a crash",
-		"keep it after the upgrade: find and remove it with \"carry scrub\"",
-		"(not run for this export: `carry verify`)",
-		"[EVIDENCE.md](EVIDENCE.md)",
+	testfs.ContainsAll(t, "PR.md", testfs.Read(t, res.PR),
+		"- `UPSTREAM: <carry>: meta: own the maps` (`staging/src/example.com/zmachinery/meta/meta.go`, `staging/src/example.com/zmachinery/meta/meta_test.go`)\n",
+		"git checkout HEAD~1 && git checkout HEAD@{1} -- staging/src/example.com/aserver/handlers/new_test.go",
+		"the one commit on kcp-1.36.0 serves all three.",
 	)
-	kcpPR := testfs.Read(t, res.KCPPR)
-	testfs.ContainsAll(t, "kcp-dev-kcp/PR.md", kcpPR,
-		"FORK_VERSION=v0.0.0-... # the merged fork commit's pseudo-version\n",
-		`sed -i "s/`+forkVersion+`/$FORK_VERSION/" go.mod && go mod tidy`,
-		"The fork fixes it on kcp-1.36.0.",
-		"/kind bug\n",
-		"Fixes #4551\n",
-		"```release-note\n",
-	)
-	evidence := testfs.Read(t, res.EvidenceFile)
-	testfs.ContainsAll(t, EvidenceFile, evidence,
-		"- 1/3 `UPSTREAM: <carry>: meta: own the maps` (`example.com/zmachinery`, +2 −1): `staging/src/example.com/zmachinery/meta/meta_test.go` (new)\n",
-		"- 2/3 `UPSTREAM: <carry>: handlers: move Serve to new.go` (`example.com/aserver`, +",
-		"): no test changes\n",
-		"Not run for this export.",
-	)
-	for name, text := range map[string]string{"PR.md": pr, "kcp-dev-kcp/PR.md": kcpPR} {
-		if n := strings.Count(text, "\n"); n > 50 {
-			t.Errorf("%s has %d lines, want at most 50:\n%s", name, n, text)
-		}
+	// One directory per kcp pull request, in merge order; the pin bump's
+	// text from its template, the other's from its commit message.
+	var prs []string
+	for _, pr := range res.KCPPRs {
+		prs = append(prs, fmt.Sprintf("%s %s %v %d", pr.Dir, pr.PR, pr.Generic, len(pr.Patches)))
 	}
+	if want := []string{"kcp-dev-kcp/1-pin-bump kcp-dev-kcp/1-pin-bump/PR.md false 1", "kcp-dev-kcp/2-a-new-test kcp-dev-kcp/2-a-new-test/PR.md true 1"}; !slices.Equal(prs, want) {
+		t.Errorf("kcp pull requests = %q, want %q", prs, want)
+	}
+	testfs.ContainsAll(t, "the generic PR.md", testfs.Read(t, filepath.Join(out, "kcp-dev-kcp/2-a-new-test/PR.md")), "## Summary\n\n`e2e: a new test`\n\nA body.\n")
+	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(out, "kcp-dev-kcp/1-pin-bump/PR.md")),
+		"  "+BumpScript+" . v0.0.0-<date>-<commit>\n",
+		"grep -c aaaaaaaaaaaa go.mod",
+		"The fork fixes it on kcp-1.36.0.",
+	)
+	if fi, err := os.Stat(res.BumpScript); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("%s: %v, %v; want an executable script", res.BumpScript, fi, err)
+	}
+	reviewChecklist(t, out, res, false)
+
 	if entries, err := filepath.Glob(filepath.Join(filepath.Dir(out), ".out.tmp-*")); err != nil || len(entries) > 0 {
 		t.Errorf("temporary output left behind: %v %v", entries, err)
 	}
@@ -285,6 +291,18 @@ func TestExportStagingLayout(t *testing.T) {
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("two exports differ:\n%s", diff)
 	}
+
+	// Once the fork merged the patches, --fork-version fills in the pin bump.
+	merged := filepath.Join(t.TempDir(), "merged")
+	res, err = Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: merged, NoVerify: true, ForkVersion: "v0.0.0-20261201120000-0123456789ab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(merged, "kcp-dev-kcp/1-pin-bump/PR.md")),
+		"  "+BumpScript+" . v0.0.0-20261201120000-0123456789ab\n",
+		"The fork fixes it on kcp-1.36.0, in v0.0.0-20261201120000-0123456789ab.",
+	)
+	reviewChecklist(t, merged, res, false)
 }
 
 // TestCompareWithOverlayFails is the positive control of the tree
@@ -367,8 +385,8 @@ func TestExportForkRoot(t *testing.T) {
 	if got := testfs.Read(t, filepath.Join(out, res.Patches[1].File)); !strings.Contains(got, "diff --git a/cmd/main.go b/cmd/main.go\n") {
 		t.Errorf("fork root patch:\n%s", got)
 	}
-	if !strings.Contains(testfs.Read(t, res.PR), "To github.com/example/fork, base branch "+testBranch+" ") {
-		t.Errorf("PR.md does not name the repository and branch")
+	if !strings.Contains(testfs.Read(t, res.PR), "the one commit on "+testBranch+" serves") {
+		t.Errorf("PR.md does not name the branch")
 	}
 	compareWithOverlay(t, root, out, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
 }
@@ -450,8 +468,6 @@ func TestExportBadInput(t *testing.T) {
 	}
 	check("no author", Options{NoVerify: true, Author: Identity{Name: "", Email: "a@example.com"}}, "no author for the patches: give --author")
 	check("bad fork version", Options{NoVerify: true, ForkVersion: "v1.2.3"}, `--fork-version "v1.2.3": want the fork commit's pseudo-version`)
-	check("explicit missing suite report", Options{NoVerify: true, SuiteReport: filepath.Join(root, "nope.json")}, "--suite-report: open ")
-	check("explicit missing benchstat", Options{NoVerify: true, Benchstat: filepath.Join(root, "nope.txt")}, "--benchstat: open ")
 	check("verify report and no verify", Options{NoVerify: true, VerifyReport: "x.json"}, "--verify-report and --no-verify exclude each other")
 	check("missing verify report", Options{VerifyReport: filepath.Join(root, "nope.json")}, "--verify-report: open ")
 	if _, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root}); err == nil || !strings.Contains(err.Error(), "--out") {

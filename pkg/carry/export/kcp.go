@@ -7,33 +7,50 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 )
 
 // KCPDir is the directory of --out that receives kcp-patches/, the
-// companion change for kcp-dev/kcp.
+// companion pull requests for kcp-dev/kcp, one directory each.
 const KCPDir = "kcp-dev-kcp"
+
+// KCPPRResult is one exported pull request for kcp itself, in
+// --out/kcp-dev-kcp/<its kcp-patches/ directory>.
+type KCPPRResult struct {
+	// Dir is its directory relative to --out (kcp-dev-kcp/1-pin-bump).
+	Dir  string `json:"dir"`
+	Name string `json:"name"`
+	// PR is its PR.md relative to --out. Generic says the text was built
+	// from the commit messages: no template for this pull request yet.
+	PR      string           `json:"pr"`
+	Generic bool             `json:"generic,omitempty"`
+	Patches []KCPPatchResult `json:"patches"`
+}
 
 // KCPPatchResult is one exported patch for kcp itself.
 type KCPPatchResult struct {
-	// File is its path relative to --out (kcp-dev-kcp/0001-....patch).
+	// File is its path relative to --out (kcp-dev-kcp/1-pin-bump/0001-....patch).
 	File    string   `json:"file"`
 	Subject string   `json:"subject"`
 	Files   []string `json:"files"`
 	// AppliesTo are the kcp trees it was applied to with git am.
 	AppliesTo []string `json:"appliesTo,omitempty"`
+	// Body is the commit message below the subject.
+	Body string `json:"-"`
 }
 
-// exportKCPPatches writes root/kcp-patches' patches (git format-patch files
-// already) into tmp/kcp-dev-kcp with who as their author and, with signoff,
-// its Signed-off-by, after applying the series with git am to a scratch copy
-// of each of trees. No kcp-patches/ exports nothing.
-func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who Identity, signoff bool, progress func(format string, args ...any)) ([]KCPPatchResult, error) {
+// exportKCPPatches writes the pull requests of root/kcp-patches (git
+// format-patch files already) into tmp/kcp-dev-kcp/<pull request>/ with who
+// as their author and, with signoff, its Signed-off-by, after applying them
+// all, in merge order, with git am to a scratch copy of each of trees. No
+// kcp-patches/ exports nothing.
+func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who Identity, signoff bool, progress func(format string, args ...any)) ([]KCPPRResult, error) {
 	if _, err := os.Stat(filepath.Join(root, kcppatches.Dir)); errors.Is(err, fs.ErrNotExist) && len(trees) == 0 {
 		return nil, nil
 	}
-	s, err := kcppatches.Load(root)
+	prs, err := kcppatches.Load(root)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(root, kcppatches.Dir), err)
 	}
@@ -42,28 +59,31 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 		if err != nil {
 			return nil, err
 		}
-		err = kcppatches.ApplyToCopy(ctx, tree, filepath.Join(scratch, "kcp"), s)
+		err = kcppatches.ApplyToCopy(ctx, tree, filepath.Join(scratch, "kcp"), prs)
 		os.RemoveAll(scratch)
 		if err != nil {
 			return nil, err
 		}
-		progress("carry export: %d kcp patches apply with git am to %s", len(s.Patches), tree)
+		progress("carry export: %s (%s) applies with git am to %s", kcppatches.Dir, strings.Join(kcppatches.Names(prs), ", "), tree)
 	}
-	if err := os.MkdirAll(filepath.Join(tmp, KCPDir), 0o755); err != nil {
-		return nil, err
-	}
-	var out []KCPPatchResult
-	for _, p := range s.Patches {
-		rel := filepath.ToSlash(filepath.Join(KCPDir, p.Name))
-		data, err := stampIdentity(p.Data, who, signoff)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.Path, err)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, rel), data, 0o644); err != nil {
+	var out []KCPPRResult
+	for _, pr := range prs {
+		dir := filepath.ToSlash(filepath.Join(KCPDir, pr.Name))
+		if err := os.MkdirAll(filepath.Join(tmp, dir), 0o755); err != nil {
 			return nil, err
 		}
-		r := KCPPatchResult{File: rel, Subject: p.Header.Title, AppliesTo: trees}
-		r.Files = changedPaths(p.Files)
+		r := KCPPRResult{Dir: dir, Name: pr.Name, PR: dir + "/" + PRFile}
+		for _, p := range pr.Series.Patches {
+			rel := dir + "/" + p.Name
+			data, err := stampIdentity(p.Data, who, signoff)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.Path, err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, rel), data, 0o644); err != nil {
+				return nil, err
+			}
+			r.Patches = append(r.Patches, KCPPatchResult{File: rel, Subject: p.Header.Title, Files: changedPaths(p.Files), AppliesTo: trees, Body: p.Header.Body})
+		}
 		out = append(out, r)
 	}
 	return out, nil

@@ -1,16 +1,21 @@
 // Package kcppatches is the carry's companion change for kcp itself:
-// kcp-patches/ holds a series of git format-patch files against kcp's
-// repository (today kcp's own e2e regression test for the bug the fork
-// carry fixes), in the layout of staging-patches/. ApplyToCopy applies them
-// with git am to a scratch copy of a kcp source tree, as a kcp maintainer
-// would, leaving the tree itself untouched.
+// kcp-patches/ holds one directory per kcp pull request, named
+// <n>-<name> with n its merge order (1-pin-bump, 2-...), each a series of
+// git format-patch files against kcp's repository in the layout of
+// staging-patches/. ApplyToCopy applies them, pull request after pull
+// request, with git am to a scratch copy of a kcp source tree, as a kcp
+// maintainer would, leaving the tree itself untouched.
 package kcppatches
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
@@ -18,12 +23,76 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
-// Dir is the series' directory under the repository root.
+// Dir is the pull requests' directory under the repository root.
 const Dir = "kcp-patches"
 
-// Load reads root/kcp-patches/series and its patches (CheckSubject).
-func Load(root string) (*series.Series, error) {
-	return series.LoadChecked(filepath.Join(root, Dir), CheckSubject)
+// PR is one kcp pull request: the series in kcp-patches/<Name>.
+type PR struct {
+	// Name is the directory's name, <Order>-<what> (1-pin-bump).
+	Name   string
+	Order  int
+	Series *series.Series
+}
+
+// prName is a pull request directory's name: its merge order, then words.
+var prName = regexp.MustCompile(`^([1-9][0-9]*)-[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// Load reads every pull request of root/kcp-patches, in merge order, each
+// series checked with CheckSubject. Anything else in kcp-patches/, two pull
+// requests with one number, or none is an error naming it.
+func Load(root string) ([]*PR, error) {
+	dir := filepath.Join(root, Dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var prs []*PR
+	var errs []error
+	byOrder := map[int]string{}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		m := prName.FindStringSubmatch(e.Name())
+		if !e.IsDir() || m == nil {
+			errs = append(errs, fmt.Errorf("%s: want only pull request directories named <merge order>-<name> (1-pin-bump) in %s", path, dir))
+			continue
+		}
+		order, err := strconv.Atoi(m[1])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			continue
+		}
+		if other, dup := byOrder[order]; dup {
+			errs = append(errs, fmt.Errorf("%s and %s: two pull requests numbered %d; the number is the merge order", filepath.Join(dir, other), path, order))
+			continue
+		}
+		byOrder[order] = e.Name()
+		s, err := series.LoadChecked(path, CheckSubject)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			continue
+		}
+		prs = append(prs, &PR{Name: e.Name(), Order: order, Series: s})
+	}
+	if len(prs) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("%s: no pull request directories (<merge order>-<name>/series)", dir))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	slices.SortFunc(prs, func(a, b *PR) int { return a.Order - b.Order })
+	return prs, nil
+}
+
+// Names are the patches of prs in the order ApplyToCopy applies them,
+// each as <pull request>/<patch>.
+func Names(prs []*PR) []string {
+	var names []string
+	for _, pr := range prs {
+		for _, p := range pr.Series.Patches {
+			names = append(names, pr.Name+"/"+p.Name)
+		}
+	}
+	return names
 }
 
 // CheckSubject refuses the fork's UPSTREAM: subjects: kcp's own commits do
@@ -40,9 +109,10 @@ func CheckSubject(subject string) error {
 var committer = gitexec.Ident{Name: "carry", Email: "carry@localhost", Date: "@0 +0000"}
 
 // ApplyToCopy replaces dst with a copy of the kcp tree src (without its .git),
-// commits it as a scratch repository's first commit and applies s's patches
-// with `git am`, one commit each. An error names the patch and the tree.
-func ApplyToCopy(ctx context.Context, src, dst string, s *series.Series) error {
+// commits it as a scratch repository's first commit and applies the patches
+// of prs, in order, with `git am`, one commit each. An error names the patch
+// and the tree.
+func ApplyToCopy(ctx context.Context, src, dst string, prs []*PR) error {
 	src, err := filepath.Abs(src)
 	if err != nil {
 		return err
@@ -63,19 +133,21 @@ func ApplyToCopy(ctx context.Context, src, dst string, s *series.Series) error {
 			return fmt.Errorf("committing the copy of kcp tree %s: %w", src, err)
 		}
 	}
-	for _, p := range s.Patches {
-		// The patches name no author (carry export sets the submitter);
-		// git am needs one, so the scratch commits are the committer's.
-		data, err := series.SetAuthor(p.Data, committer.Name+" <"+committer.Email+">", "")
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.Path, err)
-		}
-		stamped := filepath.Join(dst, ".git", "carry-"+p.Name)
-		if err := os.WriteFile(stamped, data, 0o644); err != nil {
-			return err
-		}
-		if _, err := repo.Run(ctx, "am", "-q", "--keep-non-patch", "--no-3way", stamped); err != nil {
-			return fmt.Errorf("%s does not apply to kcp tree %s (git am): %w", p.Path, src, err)
+	for _, pr := range prs {
+		for _, p := range pr.Series.Patches {
+			// The patches name no author (carry export sets the submitter);
+			// git am needs one, so the scratch commits are the committer's.
+			data, err := series.SetAuthor(p.Data, committer.Name+" <"+committer.Email+">", "")
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.Path, err)
+			}
+			stamped := filepath.Join(dst, ".git", "carry-"+pr.Name+"-"+p.Name)
+			if err := os.WriteFile(stamped, data, 0o644); err != nil {
+				return err
+			}
+			if _, err := repo.Run(ctx, "am", "-q", "--keep-non-patch", "--no-3way", stamped); err != nil {
+				return fmt.Errorf("%s does not apply to kcp tree %s (git am): %w", p.Path, src, err)
+			}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package kcppatches
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,8 +18,8 @@ import (
 // apply to (the file exists already) is an error naming the patch and the
 // tree, and the copy holds no half-applied patch.
 func TestApplyToCopy(t *testing.T) {
-	// testdata/kcp-patches is one new-file patch in git format-patch form,
-	// with a kcp-style subject; export's tests use it too.
+	// testdata/kcp-patches is one pull request of one new-file patch in git
+	// format-patch form, with a kcp-style subject; export's tests use it too.
 	root, err := filepath.Abs("testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -63,16 +64,72 @@ func TestApplyToCopy(t *testing.T) {
 	}
 }
 
+const testPatch = "0001-e2e-a-new-test.patch"
+
+// prTree is a kcp-patches/ of the named pull requests, each the testdata
+// patch with its subject edited by subject.
+func prTree(t *testing.T, subject func(string) string, prs ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	patch := testfs.Read(t, filepath.Join("testdata", Dir, "1-a-new-test", testPatch))
+	files := map[string]string{}
+	for _, pr := range prs {
+		files[pr+"/series"] = testPatch + "\n"
+		files[pr+"/"+testPatch] = subject(patch)
+	}
+	testfs.WriteTree(t, filepath.Join(root, Dir), files)
+	return root
+}
+
+// Pull requests load in merge order, by number (10 after 2); anything else
+// in kcp-patches/ and two pull requests with one number are refused, naming
+// the entry.
+func TestLoadOrder(t *testing.T) {
+	same := func(s string) string { return s }
+	prs, err := Load(prTree(t, same, "10-later", "2-race-e2e-target", "1-pin-bump"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, pr := range prs {
+		got = append(got, fmt.Sprintf("%d %s %d", pr.Order, pr.Name, len(pr.Series.Patches)))
+	}
+	if diff := cmp.Diff([]string{"1 1-pin-bump 1", "2 2-race-e2e-target 1", "10 10-later 1"}, got); diff != "" {
+		t.Errorf("pull requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"1-pin-bump/" + testPatch, "2-race-e2e-target/" + testPatch, "10-later/" + testPatch}, Names(prs)); diff != "" {
+		t.Errorf("Names (-want +got):\n%s", diff)
+	}
+
+	for name, c := range map[string]struct {
+		prs   []string
+		extra string // a file written beside them
+		want  string
+	}{
+		"a patch beside the directories": {[]string{"1-pin-bump"}, testPatch, testPatch + ": want only pull request directories named <merge order>-<name>"},
+		"no merge order":                 {[]string{"pin-bump"}, "", "pin-bump: want only pull request directories"},
+		"one number twice":               {[]string{"1-pin-bump", "1-other"}, "", "two pull requests numbered 1"},
+	} {
+		root := prTree(t, same, c.prs...)
+		if c.extra != "" {
+			testfs.Write(t, filepath.Join(root, Dir, c.extra), "")
+		}
+		if _, err := Load(root); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, c.want)
+		}
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Error("no kcp-patches/: no error")
+	}
+}
+
 // A kcp patch with the fork's UPSTREAM: subject is refused, naming the line.
 func TestLoadRefusesUpstreamSubject(t *testing.T) {
-	root := t.TempDir()
-	patch := testfs.Read(t, filepath.Join("testdata", Dir, "0001-e2e-a-new-test.patch"))
-	testfs.WriteTree(t, filepath.Join(root, Dir), map[string]string{
-		"series":                    "0001-e2e-a-new-test.patch\n",
-		"0001-e2e-a-new-test.patch": strings.Replace(patch, "Subject: [PATCH] e2e:", "Subject: [PATCH] UPSTREAM: <carry>: e2e:", 1),
-	})
+	root := prTree(t, func(s string) string {
+		return strings.Replace(s, "Subject: [PATCH] e2e:", "Subject: [PATCH] UPSTREAM: <carry>: e2e:", 1)
+	}, "1-pin-bump")
 	_, err := Load(root)
-	if err == nil || !strings.Contains(err.Error(), "0001-e2e-a-new-test.patch:3: subject \"UPSTREAM: <carry>: e2e: a new test\": kcp's commits do not use") {
+	if err == nil || !strings.Contains(err.Error(), "1-pin-bump/0001-e2e-a-new-test.patch:3: subject \"UPSTREAM: <carry>: e2e: a new test\": kcp's commits do not use") {
 		t.Errorf("Load of an UPSTREAM: subject: err = %v", err)
 	}
 }
