@@ -1,8 +1,10 @@
 package series
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,5 +181,44 @@ func TestSeriesApply(t *testing.T) {
 	}
 	if got := testfs.ReadTree(t, tree)["a.go"]; got != "package a\n\nvar A = 2\n" {
 		t.Errorf("a.go = %q", got)
+	}
+}
+
+// AppliedIn tells a tree carrying the series from one without it, or with
+// only part of it, also inside another git repository.
+func TestAppliedIn(t *testing.T) {
+	p1 := gitPatch(t, map[string]string{"a.go": "package a\n"}, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, carrySubject)
+	p2 := gitPatch(t, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, map[string]string{"a.go": "package a\n\nvar A = 2\n", "a_test.go": "package a\n"}, carrySubject)
+	dir := t.TempDir()
+	writeSeries(t, dir, "0001-one.patch\n0002-two.patch\n", map[string][]byte{"0001-one.patch": p1, "0002-two.patch": p2})
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer := t.TempDir()
+	if out, err := exec.Command("git", "-C", outer, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		keep func(string) bool
+		want bool
+	}{
+		{name: "without", keep: func(string) bool { return false }},
+		{name: "tests only", keep: func(p string) bool { return strings.HasSuffix(p, "_test.go") }},
+		{name: "with", want: true},
+	} {
+		tree := filepath.Join(outer, strings.ReplaceAll(tc.name, " ", "-"))
+		writeTree(t, tree, map[string]string{"a.go": "package a\n"})
+		if _, err := s.Apply(tree, tc.keep); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.AppliedIn(ctx, tree); err != nil || got != tc.want {
+			t.Errorf("%s: AppliedIn = %t, %v; want %t", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := s.AppliedIn(ctx, filepath.Join(outer, "missing")); err == nil {
+		t.Error("AppliedIn of a missing directory: no error")
 	}
 }
