@@ -159,7 +159,10 @@ func TestParsePatchRejectsEscapingPaths(t *testing.T) {
 	}
 }
 
-func TestSeriesApply(t *testing.T) {
+// twoPatchSeries is a series of two patches to a.go ("package a\n"): the
+// first adds var A = 1, the second sets it to 2 and adds a_test.go.
+func twoPatchSeries(t *testing.T) *Series {
+	t.Helper()
 	p1 := gitPatch(t, map[string]string{"a.go": "package a\n"}, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, carrySubject)
 	p2 := gitPatch(t, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, map[string]string{"a.go": "package a\n\nvar A = 2\n", "a_test.go": "package a\n"}, carrySubject)
 	dir := t.TempDir()
@@ -168,6 +171,11 @@ func TestSeriesApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestSeriesApply(t *testing.T) {
+	s := twoPatchSeries(t)
 	tree := t.TempDir()
 	writeTree(t, tree, map[string]string{"a.go": "package a\n"})
 	n, err := s.Apply(tree, func(p string) bool { return strings.HasSuffix(p, "_test.go") })
@@ -187,14 +195,7 @@ func TestSeriesApply(t *testing.T) {
 // AppliedIn tells a tree carrying the series from one without it, or with
 // only part of it, also inside another git repository.
 func TestAppliedIn(t *testing.T) {
-	p1 := gitPatch(t, map[string]string{"a.go": "package a\n"}, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, carrySubject)
-	p2 := gitPatch(t, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, map[string]string{"a.go": "package a\n\nvar A = 2\n", "a_test.go": "package a\n"}, carrySubject)
-	dir := t.TempDir()
-	writeSeries(t, dir, "0001-one.patch\n0002-two.patch\n", map[string][]byte{"0001-one.patch": p1, "0002-two.patch": p2})
-	s, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := twoPatchSeries(t)
 	outer := t.TempDir()
 	if out, err := exec.Command("git", "-C", outer, "init", "-q").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
