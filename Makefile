@@ -81,8 +81,11 @@ kcp-race: overlay
 # and kcp's own e2e subset with the regression test (no report on the
 # handlers or the watch cache, none not already known), the stock one under
 # a burst of wildcard partial-metadata LISTs (a report naming
-# setKCPOriginalAPIVersionAnnotation). Reports in .build/race/<test>/. Not in
-# `make test`: it would take CI past its limit (docs/ci.md).
+# setKCPOriginalAPIVersionAnnotation). Reports in .build/race/<test>/. And
+# TestRealKCPRaceInformerFix: the unit test of kcp-patches/2-informer-restmapper-race
+# with -race in KCP_SOURCE and KCP_MAIN_SOURCE, passing with the patch and
+# failing without it. Not in `make test`: it would take CI past its limit
+# (docs/ci.md).
 test-race: kcp-race
 	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPRace' ./test/e2e/
 	KCP_CARRY_SHARD_RACE=1 $(GO) test $(GO_TEST_FLAGS) -run '$(RACE_SHARD_TESTS)' ./test/e2e/ ./test/detector/

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/internal/testkcp"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/versionstamp"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/kcpe2e"
@@ -138,22 +139,28 @@ func stopAndReadRaces(t *testing.T, s *server.KCP, dir string) []racereport.Repo
 }
 
 // judgeCarried is the carried race build's verdict: no report with a frame
-// in the handlers or the watch cache, and no report not already written up
-// in docs/races.md. Every group is written to dir/findings.md.
+// in the handlers or the watch cache, none not already written up in
+// docs/races.md, and none of a race a kcp patch fixes when the build's tree
+// (KCP_SOURCE, make kcp-race's) carries that patch. Every group is written
+// to dir/findings.md.
 func judgeCarried(t *testing.T, dir string, reps []racereport.Report) {
 	t.Helper()
-	known, err := racereport.LoadKnown(filepath.Join(testfs.RepoRoot(t), knownRacesFile))
+	root := testfs.RepoRoot(t)
+	known, err := racereport.LoadKnown(filepath.Join(root, knownRacesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeFindings(t, dir, reps)
-	v := known.Judge(reps)
-	t.Logf("carried race build: %d race report(s), %d on the handlers or the watch cache, %d known group(s), %d new", len(reps), len(v.OnCarry), len(v.Known), len(v.New))
+	v := known.Judge(reps, testkcp.CarriedFixes(t, root, os.Getenv(EnvKCPSource), known))
+	t.Logf("carried race build: %d race report(s), %d on the handlers or the watch cache, %d known group(s), %d fixed by a kcp patch the build carries, %d new", len(reps), len(v.OnCarry), len(v.Known), len(v.Fixed), len(v.New))
 	for _, r := range v.OnCarry {
 		t.Errorf("a race on the handlers or the watch cache (%s):\n%s", r.Key(), r.Text)
 	}
 	for _, g := range v.Known {
-		t.Logf("known race (%s): %s, %d report(s)", known[g.Key], g.Key, len(g.Reports))
+		t.Logf("known race (%s): %s, %d report(s)", known[g.Key].Where, g.Key, len(g.Reports))
+	}
+	for _, g := range v.Fixed {
+		t.Errorf("a race %s fixes, on a kcp built from %s, which carries it: %s, %d report(s); the first:\n%s", known[g.Key].FixedBy, os.Getenv(EnvKCPSource), g.Key, len(g.Reports), g.Reports[0].Text)
 	}
 	for _, g := range v.New {
 		t.Errorf("a race not written up in docs/races.md (write it up, add its key to %s): %s, %d report(s); the first:\n%s", knownRacesFile, g.Key, len(g.Reports), g.Reports[0].Text)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/internal/testkcp"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/racereport"
@@ -86,14 +87,17 @@ func TestShardedKCPRaceCarried(t *testing.T) {
 	if err := atomicfile.Write(filepath.Join(dir, "findings.md"), md.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v := known.Judge(reps)
-	t.Logf("carried sharded race builds: %d race report(s) in %d file(s) (%s), %d on the handlers or the watch cache, %d known group(s), %d new",
-		len(reps), len(files), strings.Join(baseNames(files), ", "), len(v.OnCarry), len(v.Known), len(v.New))
+	v := known.Judge(reps, testkcp.CarriedFixes(t, root, os.Getenv(envKCPSource), known))
+	t.Logf("carried sharded race builds: %d race report(s) in %d file(s) (%s), %d on the handlers or the watch cache, %d known group(s), %d fixed by a kcp patch the builds carry, %d new",
+		len(reps), len(files), strings.Join(baseNames(files), ", "), len(v.OnCarry), len(v.Known), len(v.Fixed), len(v.New))
 	for _, r := range v.OnCarry {
 		t.Errorf("a race on the handlers or the watch cache (%s, %s):\n%s", r.Key(), r.Source, r.Text)
 	}
 	for _, g := range v.Known {
 		t.Logf("known race: %s, %d report(s)", g.Key, len(g.Reports))
+	}
+	for _, g := range v.Fixed {
+		t.Errorf("a race %s fixes, on builds from %s, which carries it: %s, %d report(s); the first (%s):\n%s", known[g.Key].FixedBy, os.Getenv(envKCPSource), g.Key, len(g.Reports), g.Reports[0].Source, g.Reports[0].Text)
 	}
 	for _, g := range v.New {
 		t.Errorf("a race not written up in docs/races.md: %s, %d report(s); the first (%s):\n%s", g.Key, len(g.Reports), g.Reports[0].Source, g.Reports[0].Text)

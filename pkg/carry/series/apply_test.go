@@ -1,8 +1,10 @@
 package series
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,7 +159,10 @@ func TestParsePatchRejectsEscapingPaths(t *testing.T) {
 	}
 }
 
-func TestSeriesApply(t *testing.T) {
+// twoPatchSeries is a series of two patches to a.go ("package a\n"): the
+// first adds var A = 1, the second sets it to 2 and adds a_test.go.
+func twoPatchSeries(t *testing.T) *Series {
+	t.Helper()
 	p1 := gitPatch(t, map[string]string{"a.go": "package a\n"}, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, carrySubject)
 	p2 := gitPatch(t, map[string]string{"a.go": "package a\n\nvar A = 1\n"}, map[string]string{"a.go": "package a\n\nvar A = 2\n", "a_test.go": "package a\n"}, carrySubject)
 	dir := t.TempDir()
@@ -166,6 +171,11 @@ func TestSeriesApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestSeriesApply(t *testing.T) {
+	s := twoPatchSeries(t)
 	tree := t.TempDir()
 	writeTree(t, tree, map[string]string{"a.go": "package a\n"})
 	n, err := s.Apply(tree, func(p string) bool { return strings.HasSuffix(p, "_test.go") })
@@ -179,5 +189,37 @@ func TestSeriesApply(t *testing.T) {
 	}
 	if got := testfs.ReadTree(t, tree)["a.go"]; got != "package a\n\nvar A = 2\n" {
 		t.Errorf("a.go = %q", got)
+	}
+}
+
+// AppliedIn tells a tree carrying the series from one without it, or with
+// only part of it, also inside another git repository.
+func TestAppliedIn(t *testing.T) {
+	s := twoPatchSeries(t)
+	outer := t.TempDir()
+	if out, err := exec.Command("git", "-C", outer, "init", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		keep func(string) bool
+		want bool
+	}{
+		{name: "without", keep: func(string) bool { return false }},
+		{name: "tests only", keep: func(p string) bool { return strings.HasSuffix(p, "_test.go") }},
+		{name: "with", want: true},
+	} {
+		tree := filepath.Join(outer, strings.ReplaceAll(tc.name, " ", "-"))
+		writeTree(t, tree, map[string]string{"a.go": "package a\n"})
+		if _, err := s.Apply(tree, tc.keep); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.AppliedIn(ctx, tree); err != nil || got != tc.want {
+			t.Errorf("%s: AppliedIn = %t, %v; want %t", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := s.AppliedIn(ctx, filepath.Join(outer, "missing")); err == nil {
+		t.Error("AppliedIn of a missing directory: no error")
 	}
 }

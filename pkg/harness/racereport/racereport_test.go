@@ -2,9 +2,11 @@ package racereport_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,29 +149,103 @@ Previous read at 0x00c00305b568 by goroutine 41723:
 
 func TestKnown(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "known")
-	if err := os.WriteFile(p, []byte("# races written up\n\na.f <-> b.g # docs/races.md#one\n"), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte("# races written up\n\na.f <-> b.g # docs/races.md#one\nc.h <-> d.i # docs/races.md#two # fixed-by: kcp-patches/2-fix\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	k, err := racereport.LoadKnown(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := racereport.Known{
+		"a.f <-> b.g": {Where: "docs/races.md#one"},
+		"c.h <-> d.i": {Where: "docs/races.md#two", FixedBy: "kcp-patches/2-fix"},
+	}
+	if !maps.Equal(k, want) {
+		t.Errorf("LoadKnown = %v, want %v", k, want)
+	}
+	if got := k.Fixes(); !slices.Equal(got, []string{"kcp-patches/2-fix"}) {
+		t.Errorf("Fixes() = %q", got)
+	}
 	gs := []racereport.Group{{Key: "a.f <-> b.g"}, {Key: "c.h <-> c.h"}}
 	known, unknown := k.Split(gs)
 	if len(known) != 1 || known[0].Key != "a.f <-> b.g" || len(unknown) != 1 || unknown[0].Key != "c.h <-> c.h" {
 		t.Errorf("known %v, unknown %v", known, unknown)
 	}
-	if err := os.WriteFile(p, []byte("just a function\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := racereport.LoadKnown(p); err == nil || !strings.Contains(err.Error(), p+":1") {
-		t.Errorf("LoadKnown of a bad line: %v, want an error naming %s:1", err, p)
+	for line, want := range map[string]string{
+		"just a function\n":                      p + ":1",
+		"a.f <-> b.g\nc.h <-> d.i # fixed-by:\n": p + ":2: fixed-by: names no kcp-patches directory",
+	} {
+		if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := racereport.LoadKnown(p); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadKnown of %q: %v, want an error naming %s", line, err, want)
+		}
 	}
 }
 
-// The repository's own list must load: the race phase reads it.
+// raceBetween is a report of a race between the functions a and b.
+func raceBetween(a, b string) string {
+	return "==================\nWARNING: DATA RACE\nWrite at 0x00c0000a0000 by goroutine 7:\n  " + a + "()\n      /x/a.go:3 +0x1\n\n" +
+		"Previous read at 0x00c0000a0000 by goroutine 8:\n  " + b + "()\n      /x/b.go:5 +0x1\n==================\n"
+}
+
+// A known race is judged known on a build without the patch that fixes
+// it, and fixed (a failure) on a build that carries it; a race no patch
+// fixes stays known either way, and one not listed is new.
+func TestJudgeFixedBy(t *testing.T) {
+	k := racereport.Known{
+		"kcp.read <-> kcp.update": {Where: "docs/races.md#informer", FixedBy: "kcp-patches/2-informer"},
+		"kcp.a <-> kcp.b":         {Where: "docs/races.md#other"},
+	}
+	reps := racereport.ParseString(raceBetween("kcp.update", "kcp.read") + raceBetween("kcp.read", "kcp.update") +
+		raceBetween("kcp.a", "kcp.b") + raceBetween("kcp.new", "kcp.new") +
+		raceBetween("k8s.io/apiserver/pkg/endpoints/handlers.f", "kcp.g"))
+	keys := func(gs []racereport.Group) []string {
+		var out []string
+		for _, g := range gs {
+			out = append(out, g.Key)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name               string
+		carried            []string
+		known, fixed, news []string
+	}{
+		{name: "stock", known: []string{"kcp.read <-> kcp.update", "kcp.a <-> kcp.b"}, news: []string{"kcp.new <-> kcp.new"}},
+		{name: "another patch", carried: []string{"kcp-patches/1-pin-bump"}, known: []string{"kcp.read <-> kcp.update", "kcp.a <-> kcp.b"}, news: []string{"kcp.new <-> kcp.new"}},
+		{name: "with the fix", carried: []string{"kcp-patches/1-pin-bump", "kcp-patches/2-informer"}, known: []string{"kcp.a <-> kcp.b"}, fixed: []string{"kcp.read <-> kcp.update"}, news: []string{"kcp.new <-> kcp.new"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := k.Judge(reps, tc.carried)
+			if len(v.Reports) != 5 || len(v.OnCarry) != 1 {
+				t.Errorf("%d reports, %d on the carry's packages, want 5 and 1", len(v.Reports), len(v.OnCarry))
+			}
+			if got := keys(v.Known); !slices.Equal(got, tc.known) {
+				t.Errorf("known %q, want %q", got, tc.known)
+			}
+			if got := keys(v.Fixed); !slices.Equal(got, tc.fixed) {
+				t.Errorf("fixed %q, want %q", got, tc.fixed)
+			}
+			if got := keys(v.New); !slices.Equal(got, tc.news) {
+				t.Errorf("new %q, want %q", got, tc.news)
+			}
+		})
+	}
+}
+
+// The repository's own list must load, and name as fixes only kcp-patches
+// directories that exist: the race phase reads it.
 func TestRepositoryKnownList(t *testing.T) {
-	if _, err := racereport.LoadKnown(filepath.Join("..", "..", "..", "docs", "races.known")); err != nil {
+	root := filepath.Join("..", "..", "..")
+	k, err := racereport.LoadKnown(filepath.Join(root, "docs", "races.known"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	for _, dir := range k.Fixes() {
+		if _, err := os.Stat(filepath.Join(root, dir, "series")); err != nil {
+			t.Errorf("docs/races.known names fixed-by %s: %v", dir, err)
+		}
 	}
 }
