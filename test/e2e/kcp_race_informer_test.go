@@ -56,7 +56,7 @@ func TestRealKCPRaceInformerFix(t *testing.T) {
 			// kcp's own packages are compiled (and cached) by their
 			// directory, so a fresh one would compile them again.
 			tree := filepath.Join(testfs.RepoRoot(t), ".build", "informer-fix", filepath.Base(src))
-			if err := kcppatches.ApplyToCopy(ctx, src, tree, fix); err != nil {
+			if err := kcppatches.ApplyToCopy(ctx, src, tree, []*kcppatches.PR{{Name: filepath.Base(informerFix), Series: fix}}); err != nil {
 				t.Fatal(err)
 			}
 			expectCarries(t, fix, tree, true)
@@ -67,7 +67,7 @@ func TestRealKCPRaceInformerFix(t *testing.T) {
 			t.Logf("%s, %s applied: PASS in %s", src, informerFix, elapsed)
 
 			// The positive control: the same test on the pristine code.
-			if err := kcppatches.ApplyToCopy(ctx, src, tree, &series.Series{}); err != nil {
+			if err := kcppatches.ApplyToCopy(ctx, src, tree, nil); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := fix.Apply(tree, func(p string) bool { return strings.HasSuffix(p, "_test.go") }); err != nil {
