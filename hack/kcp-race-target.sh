@@ -84,8 +84,12 @@ tests=$(mark "Starting test(s)")
 	echo "kcp tree: $KCP_SOURCE ($variant), make ${make_args[*]}"
 	echo "exit status: $rc"
 	echo "wall: $((end - start)) s (build done at ${built:-?} s, kcp ready at ${tests:-?} s)"
-	sort -k2 -n "$peak" 2>/dev/null | tail -n 1 | awk '{printf "kcp server peak RSS (VmHWM): %.2f GiB (pid %s)\n", $2/1048576, $1}'
-	grep -E 'Maximum resident set size|Elapsed \(wall' "$out/time.txt" | sed 's/^\t*/make: /'
+	if [ -s "$peak" ]; then
+		sort -k2 -n "$peak" | tail -n 1 | awk '{printf "kcp server peak RSS (VmHWM): %.2f GiB (pid %s)\n", $2/1048576, $1}'
+	else
+		echo "kcp server peak RSS (VmHWM): no bin/kcp process seen"
+	fi
+	grep -E 'Maximum resident set size|Elapsed \(wall' "$out/time.txt" | sed 's/^\t*/make: /' || true
 	grep -E '^[0-9]+ (ok|FAIL|---)' "$out/make.log" | cut -d' ' -f2- || true
 	reports=$(ls "$out/work/.kcp-race"/race.* 2>/dev/null || true)
 	echo "race report files: $(echo "$reports" | grep -c . || true)"
