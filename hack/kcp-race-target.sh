@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Runs a make target of kcp's own Makefile (default test-e2e-shared-minimal-race,
+# which kcp-patches/3-race-e2e-target adds) on a copy of a kcp tree with
+# kcp-patches/ applied, as kcp's CI would run it, and records its cost
+# (docs/races.md, "kcp's own race target").
+#
+#   hack/kcp-race-target.sh stock|carried [make target]
+#
+# stock builds kcp at its fork pin; carried points the carried fork modules at
+# .overlay/ (`go mod edit -replace`, what kcp's pin bump does with the fork
+# commit that has the fix; `make overlay` first). KCP_SOURCE is the kcp tree
+# (read only), OUT the scratch directory (default .build/kcp-race-target),
+# WHAT and TEST_ARGS are passed to kcp's make (default: its whole e2e suite).
+# Copies the tree to OUT/<variant>/kcp (the same path each time, so that the
+# go build cache serves the next run) and writes OUT/<variant>/<target>/
+# {make.log,result.txt}: the exit status, the wall time of each phase, the kcp
+# server's peak RSS (VmHWM) and the race reports' files and functions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+variant=${1:?usage: $0 stock|carried [make target]}
+target=${2:-test-e2e-shared-minimal-race}
+case $variant in stock | carried) ;; *) echo "$0: variant $variant: want stock or carried" >&2 && exit 2 ;; esac
+: "${KCP_SOURCE:?set KCP_SOURCE=<kcp source tree>}"
+[ -f "$KCP_SOURCE/go.mod" ] || { echo "$0: KCP_SOURCE=$KCP_SOURCE has no go.mod" >&2 && exit 2; }
+tree=${OUT:-$root/.build/kcp-race-target}/$variant/kcp
+out=$(dirname "$tree")/$target
+
+rm -rf "$tree" "$out" && mkdir -p "$tree" "$out"
+cp -a "$KCP_SOURCE/." "$tree"
+git() { command git -C "$tree" -c user.name=kcp-race-target -c user.email=kcp-race-target@localhost "$@"; }
+git init -q && git add -A -f . && git commit -q -m "kcp tree from $KCP_SOURCE"
+# The kcp-patches series in merge order: the top-level series, then each
+# numbered directory's.
+for series in kcp-patches/series kcp-patches/[0-9]*/series; do
+	[ -f "$series" ] || continue
+	while read -r p; do
+		case $p in '' | '#'*) continue ;; esac
+		# The patches name no author (carry export sets the submitter).
+		sed '1a From: kcp-race-target <kcp-race-target@localhost>' "$root/$(dirname "$series")/$p" >"$out/am.patch"
+		git am -q --keep-non-patch "$out/am.patch"
+		echo "applied $(dirname "$series")/$p"
+	done <"$series"
+done
+if [ "$variant" = carried ]; then
+	[ -d .overlay ] || { echo "$0: no .overlay/: run make overlay" >&2 && exit 2; }
+	for mod in $(cd .overlay && find . -mindepth 2 -maxdepth 4 -name go.mod -printf '%h\n' | sed 's,^\./,,'); do
+		(cd "$tree" && go mod edit -replace="$mod=$root/.overlay/$mod")
+		echo "carried: $mod => .overlay/$mod"
+	done
+	git commit -q -a -m "carried modules from the overlay"
+fi
+
+# The kcp server's peak RSS: VmHWM of every process running bin/kcp of this
+# tree, sampled until the run ends.
+peak=$out/kcp-vmhwm
+(
+	while sleep 5; do
+		for p in /proc/[0-9]*; do
+			[ "$(readlink "$p/exe" 2>/dev/null)" = "$tree/bin/kcp" ] || continue
+			awk -v pid="${p#/proc/}" '/^VmHWM/ {print pid, $2}' "$p/status" 2>/dev/null >>"$peak" || true
+		done
+	done
+) &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null || true' EXIT
+
+make_args=("$target" WORK_DIR="$out/work")
+[ -n "${WHAT:-}" ] && make_args+=(WHAT="$WHAT")
+[ -n "${TEST_ARGS:-}" ] && make_args+=(TEST_ARGS="$TEST_ARGS")
+start=$(date +%s)
+set +e
+(cd "$tree" && /usr/bin/time -v -o "$out/time.txt" make "${make_args[@]}") 2>&1 |
+	while IFS= read -r line; do printf '%s %s\n' "$(($(date +%s) - start))" "$line"; done >"$out/make.log"
+rc=${PIPESTATUS[0]}
+set -e
+end=$(date +%s)
+
+mark() { awk -v pat="$1" 'index($0, pat) {print $1; exit}' "$out/make.log"; }
+built=$(mark "mkdir -p \"$out/work/.kcp\"")
+tests=$(mark "Starting test(s)")
+{
+	echo "kcp tree: $KCP_SOURCE ($variant), make ${make_args[*]}"
+	echo "exit status: $rc"
+	echo "wall: $((end - start)) s (build done at ${built:-?} s, kcp ready at ${tests:-?} s)"
+	if [ -s "$peak" ]; then
+		sort -k2 -n "$peak" | tail -n 1 | awk '{printf "kcp server peak RSS (VmHWM): %.2f GiB (pid %s)\n", $2/1048576, $1}'
+	else
+		echo "kcp server peak RSS (VmHWM): no bin/kcp process seen"
+	fi
+	grep -E 'Maximum resident set size|Elapsed \(wall' "$out/time.txt" | sed 's/^\t*/make: /' || true
+	grep -E '^[0-9]+ (ok|FAIL|---)' "$out/make.log" | cut -d' ' -f2- || true
+	reports=$(ls "$out/work/.kcp-race"/race.* 2>/dev/null || true)
+	echo "race report files: $(echo "$reports" | grep -c . || true)"
+	for f in $reports; do
+		echo "$f: $(grep -c 'WARNING: DATA RACE' "$f") report(s), functions: $(grep -oE 'setKCPOriginalAPIVersionAnnotation|updateInformers|RESTMapping' "$f" | sort | uniq -c | xargs)"
+	done
+} | tee "$out/result.txt"
