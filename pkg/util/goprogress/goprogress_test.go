@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 // TestMeterCountsExpectedPackages: the names of the expected packages are
@@ -82,15 +84,7 @@ func TestStaleAndBuildAgree(t *testing.T) {
 		// Unique per run, so the shared build cache cannot hold it yet.
 		"lib/lib.go": fmt.Sprintf("package lib\n\nconst run = %d\n\nfunc Hello() {}\n", time.Now().UnixNano()),
 	}
-	for name, content := range files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testfs.WriteTree(t, dir, files)
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-trimpath")
 	ctx := context.Background()
 	stale, err := Stale(ctx, dir, env, nil, []string{"."}, io.Discard)
