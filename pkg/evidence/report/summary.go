@@ -15,19 +15,6 @@ const (
 	patchedName  = "with the carry"
 )
 
-// Summary is the measurements as markdown: when and where, then Tables and
-// the real-kcp section. PR.md shows it.
-func (r *Report) Summary() string {
-	var b strings.Builder
-	r.writeSetupLine(&b)
-	b.WriteString(r.Tables())
-	if r.RealKCP != nil {
-		b.WriteString("\n")
-		b.WriteString(r.RealKCP.Markdown())
-	}
-	return b.String()
-}
-
 // Tables is the duel table, the single-lister ratio, the scaling table and
 // the notes, as markdown. The evidence README shows them under its own
 // account of the setup.
@@ -43,26 +30,6 @@ func (r *Report) Tables() string {
 		}
 	}
 	return b.String()
-}
-
-func (r *Report) writeSetupLine(b *strings.Builder) {
-	s := r.Setup
-	fmt.Fprintf(b, "Measured %s", r.Started.UTC().Format("2006-01-02 15:04 MST"))
-	if s.Commit != "" {
-		fmt.Fprintf(b, " at %s", markdown.CodeSpan(s.Commit))
-	}
-	fmt.Fprintf(b, " on %d CPUs (%s/%s, %s)", s.CPUs, s.GOOS, s.GOARCH, s.GoVersion)
-	if s.LoadAvgBefore != "" {
-		fmt.Fprintf(b, "; load average %s before, %s after", s.LoadAvgBefore, s.LoadAvgAfter)
-	}
-	b.WriteString(".")
-	if s.Note != "" {
-		fmt.Fprintf(b, " %s", strings.TrimSpace(s.Note))
-		if !strings.HasSuffix(strings.TrimSpace(s.Note), ".") {
-			b.WriteString(".")
-		}
-	}
-	b.WriteString("\n")
 }
 
 func (r *Report) writeDuel(b *strings.Builder) {
