@@ -69,6 +69,9 @@ trap 'kill "$sampler" 2>/dev/null || true' EXIT
 make_args=("$target" WORK_DIR="$out/work")
 [ -n "${WHAT:-}" ] && make_args+=(WHAT="$WHAT")
 [ -n "${TEST_ARGS:-}" ] && make_args+=(TEST_ARGS="$TEST_ARGS")
+# The tree lies under this repository, whose go.work (the overlay) would
+# capture kcp's builds: kcp builds with its own go.mod, as in its CI.
+export GOWORK=off
 start=$(date +%s)
 set +e
 (cd "$tree" && /usr/bin/time -v -o "$out/time.txt" make "${make_args[@]}") 2>&1 |
