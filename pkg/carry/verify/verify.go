@@ -4,7 +4,8 @@
 // each patch that changes tests, the series so far plus only that patch's
 // _test.go changes must fail (assertion, race report or runtime crash). So
 // every patch builds and passes on its own, and every test a patch brings
-// fails without the patch's fix.
+// fails without the patch's fix. Options.NoRace runs the same steps without
+// -race, where a failure is an assertion or a runtime crash.
 package verify
 
 import (
@@ -37,6 +38,11 @@ type Options struct {
 	Root string
 	// Progress receives a line per step. nil discards.
 	Progress io.Writer
+	// NoRace runs the tests without -race: the -race compile of the tested
+	// packages' dependencies is the one a build of kcp does not share, and a
+	// carry whose tests fail without it by assertion needs it only for the
+	// reports (make test's form; `carry verify` keeps -race).
+	NoRace bool
 }
 
 // Outcome is one run of the tests.
@@ -58,6 +64,8 @@ type Step struct {
 
 // Report is every step and the verdict.
 type Report struct {
+	// Race says whether the tests ran under -race.
+	Race bool `json:"race"`
 	// Series is the dirhash of each carried module's series the tests ran
 	// with, so a saved report can be matched to the carry it verified.
 	Series   map[string]string `json:"series"`
@@ -96,7 +104,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(pkgs) == 0 {
 		return nil, fmt.Errorf("%s: the carry adds or changes no _test.go file, so there is nothing to verify", c.PatchesDir)
 	}
-	report := &Report{Series: SeriesHashes(carry), Packages: pkgs}
+	report := &Report{Race: !opts.NoRace, Series: SeriesHashes(carry), Packages: pkgs}
+	mode := "-race"
+	if opts.NoRace {
+		mode = "without -race"
+	}
 
 	// One tree per module, rebuilt in place for every step, so that Go's
 	// build cache keeps what a step did not change.
@@ -135,8 +147,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 				if err := build(in.Module, p, isTestFile); err != nil {
 					return nil, err
 				}
-				fmt.Fprintf(progress, "carry verify: %s: the series before %s, with only its tests (-race): must fail\n", in.Module, p.Name)
-				without, err := goTest(ctx, root, goWork, fmt.Sprintf("before %s, with its tests", p.Name), pkgs)
+				fmt.Fprintf(progress, "carry verify: %s: the series before %s, with only its tests (%s): must fail\n", in.Module, p.Name, mode)
+				without, err := goTest(ctx, root, goWork, fmt.Sprintf("before %s, with its tests", p.Name), pkgs, report.Race)
 				if err != nil {
 					return nil, err
 				}
@@ -146,8 +158,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			if err := build(in.Module, nil, nil); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(progress, "carry verify: %s: the series up to %s (-race): must pass\n", in.Module, p.Name)
-			if step.With, err = goTest(ctx, root, goWork, "with "+p.Name, pkgs); err != nil {
+			fmt.Fprintf(progress, "carry verify: %s: the series up to %s (%s): must pass\n", in.Module, p.Name, mode)
+			if step.With, err = goTest(ctx, root, goWork, "with "+p.Name, pkgs, report.Race); err != nil {
 				return nil, err
 			}
 			report.Steps = append(report.Steps, step)
@@ -225,13 +237,19 @@ func TestedPackages(carry map[string]*series.Series) []string {
 	return pkgs
 }
 
-// goTest runs `go test -race -count=1 -json` on pkgs in the workspace goWork.
-func goTest(ctx context.Context, root, goWork, name string, pkgs []string) (Outcome, error) {
-	args := append([]string{"test", "-race", "-count=1", "-json"}, pkgs...)
+// goTest runs `go test [-race] -count=1 -json` on pkgs in the workspace goWork.
+func goTest(ctx context.Context, root, goWork, name string, pkgs []string, race bool) (Outcome, error) {
+	args := []string{"test", "-count=1", "-json"}
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), "GOWORK="+goWork)
+	if race {
+		// -race needs cgo, whatever the caller's environment says.
+		args = append(args, "-race")
+		env = append(env, "CGO_ENABLED=1")
+	}
+	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
-	// -race needs cgo, whatever the caller's environment says.
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), "GOWORK="+goWork, "CGO_ENABLED=1")
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
@@ -292,7 +310,11 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 	}
 	if r.OK() {
-		fmt.Fprintln(w, "verified: each patch passes the tests on its own, and its tests fail without it")
+		how := ""
+		if !r.Race {
+			how = " (without -race)"
+		}
+		fmt.Fprintf(w, "verified%s: each patch passes the tests on its own, and its tests fail without it\n", how)
 		return
 	}
 	fmt.Fprintln(w, "NOT verified:")
