@@ -21,7 +21,8 @@ const Version = "v0.99.0"
 
 // Checkout writes the synthetic checkout, plus extra files (slash paths
 // relative to the checkout, e.g. more cmd/ packages), into a temporary
-// directory, tidies it against root's go.mod pins and commits it as Version.
+// directory, tidies it against root's go.mod pins and module versions and
+// commits it as Version.
 func Checkout(t testing.TB, root string, extra map[string]string) string {
 	t.Helper()
 	ar, err := txtar.ParseFile(filepath.Join(root, "test", "testdata", "kcp-checkout.txtar"))
@@ -47,6 +48,16 @@ func Checkout(t testing.TB, root string, extra map[string]string) string {
 	f, err := modfile.Parse(goModPath, []byte(testfs.Read(t, goModPath)), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The repository's versions of every module it shares with the
+	// checkout (tidy keeps a requirement it can use and drops the rest), so
+	// that the checkout's builds find its packages in the build cache the
+	// suite filled, instead of compiling the fork's older golang.org/x/* and
+	// everything above them again.
+	for _, r := range rootMod.Require {
+		if err := f.AddRequire(r.Mod.Path, r.Mod.Version); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, r := range rootMod.Replace {
 		if strings.HasPrefix(r.Old.Path, "k8s.io/") {
