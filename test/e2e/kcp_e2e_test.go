@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +18,11 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 )
 
-// kcpE2EParallel is -test.parallel for kcp's tests: their own default is
-// GOMAXPROCS, 2 here, and most of their time is spent waiting on kcp.
-const kcpE2EParallel = 4
+// kcpE2EParallel is -test.parallel for each of kcp's test packages, which
+// run at once against one kcp, as `go test ./test/e2e/...` runs them in kcp's
+// CI (three tests each, as its shared e2e job's E2E_PARALLELISM): most of
+// their time is spent waiting on kcp.
+const kcpE2EParallel = 3
 
 // -test.timeout of kcp's test binaries: a hang fails the run instead of
 // holding it. The regression test creates four workspaces and three
@@ -57,14 +61,21 @@ func TestRealKCPOwnE2E(t *testing.T) {
 	for _, variant := range []string{"patched", "pristine"} {
 		t.Run(variant, func(t *testing.T) {
 			bin := kcpBinary(t, variant)
+			// Every subtest runs the regression test's package: its test
+			// binary compiles while kcp starts.
+			bins.start(kcpe2e.Regression)
 			s := startKCPForE2E(t, bin, tree)
 			logDir := filepath.Join(work, "logs", variant)
 			// A subtest per package (kcp-suite/conformance, ...), so that a
 			// run can pick some: `make test` skips them on the stock kcp.
+			// They are compiled with one go command and run at once.
 			t.Run("kcp-suite", func(t *testing.T) {
+				bins.start(kcpe2e.Subset...)
 				for _, p := range kcpe2e.Subset {
 					t.Run(p.Name(), func(t *testing.T) {
-						res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, p.Name(), suiteTimeout)
+						bin := bins.get(t, p)
+						t.Parallel()
+						res := runKCPTests(t, s, tree, p, bin, logDir, p.Name(), suiteTimeout)
 						t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
 						if skipped := res.Names(kcpe2e.Skip); len(skipped) > 0 {
 							t.Logf("%s: skipped by kcp's framework: %s", p.Dir, strings.Join(skipped, ", "))
@@ -111,8 +122,8 @@ func TestRealKCPOwnE2E(t *testing.T) {
 // into a fixed directory per tree, ROOT/.build/kcp-e2e/<tree>/src, so that a
 // second run finds the test binaries' packages in Go's build cache, and
 // returns the compiler of its test binaries. They are compiled when a
-// subtest first needs them, so a run that picks some subtests compiles only
-// theirs.
+// subtest first needs them (or just before), so a run that picks some
+// subtests compiles only theirs.
 func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 	t.Helper()
 	root := testfs.RepoRoot(t)
@@ -134,37 +145,90 @@ func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 	return &kcpTestBinaries{tree: tree, dir: work}
 }
 
-// kcpTestBinaries compiles a package's tests on first use (kcpe2e.Compile,
-// its output in dir/go-test-c-<name>.log: the go command's download lines
-// would flood the test log).
+// kcpTestBinaries compiles packages' tests (kcpe2e.Compile, its output in
+// dir/go-test-c-<names>.log: the go command's download lines would flood the
+// test log) in the background from start, one go command for the packages
+// not yet started, and get waits for a package's binary.
 type kcpTestBinaries struct {
 	tree, dir string
-	bins      map[string]string
+
+	mu      sync.Mutex
+	started map[string]*kcpCompile // by package directory
+	last    *kcpCompile            // the go command started last
 }
 
+// kcpCompile is one go command's compile of one or more packages.
+type kcpCompile struct {
+	done    chan struct{}
+	names   string
+	elapsed time.Duration
+	bins    map[string]string
+	err     error
+}
+
+// start compiles those of pkgs not started before, with one go command, in
+// the background, after the go command started before it: two at once would
+// compile the packages they share twice. Tests of a package compiled first
+// run while the next compiles.
+func (b *kcpTestBinaries) start(pkgs ...kcpe2e.Package) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started == nil {
+		b.started = map[string]*kcpCompile{}
+	}
+	var todo []kcpe2e.Package
+	var names []string
+	for _, p := range pkgs {
+		if _, ok := b.started[p.Dir]; ok || slices.Contains(names, p.Name()) {
+			continue
+		}
+		todo = append(todo, p)
+		names = append(names, p.Name())
+	}
+	if len(todo) == 0 {
+		return
+	}
+	c := &kcpCompile{done: make(chan struct{}), names: strings.Join(names, ",")}
+	for _, p := range todo {
+		b.started[p.Dir] = c
+	}
+	prev := b.last
+	b.last = c
+	go func() {
+		defer close(c.done)
+		if prev != nil {
+			<-prev.done
+		}
+		began := time.Now()
+		logPath := filepath.Join(b.dir, "go-test-c-"+strings.Join(names, "-")+".log")
+		log, err := os.Create(logPath)
+		if err != nil {
+			c.err = err
+			return
+		}
+		defer log.Close()
+		c.bins, c.err = kcpe2e.Compile(context.Background(), b.tree, filepath.Join(b.dir, "bin"), todo, log)
+		c.elapsed = time.Since(began).Round(time.Second)
+		if c.err != nil {
+			out, _ := os.ReadFile(logPath)
+			c.err = fmt.Errorf("%w\n%s", c.err, server.TailLines(string(out), 40))
+		}
+	}()
+}
+
+// get starts p's compile if no start did, and waits for its binary.
 func (b *kcpTestBinaries) get(t *testing.T, p kcpe2e.Package) string {
 	t.Helper()
-	if bin, ok := b.bins[p.Dir]; ok {
-		return bin
+	b.start(p)
+	b.mu.Lock()
+	c := b.started[p.Dir]
+	b.mu.Unlock()
+	<-c.done
+	if c.err != nil {
+		t.Fatal(c.err)
 	}
-	logPath := filepath.Join(b.dir, "go-test-c-"+p.Name()+".log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	began := time.Now()
-	bins, err := kcpe2e.Compile(context.Background(), b.tree, filepath.Join(b.dir, "bin"), []kcpe2e.Package{p}, log)
-	if err != nil {
-		out, _ := os.ReadFile(logPath)
-		t.Fatalf("%v\n%s", err, server.TailLines(string(out), 40))
-	}
-	t.Logf("go test -c ./%s (the tree's go.mod): %s", p.Dir, time.Since(began).Round(time.Second))
-	if b.bins == nil {
-		b.bins = map[string]string{}
-	}
-	b.bins[p.Dir] = bins[p.Dir]
-	return bins[p.Dir]
+	t.Logf("go test -c of %s (the tree's go.mod, one go command): %s", c.names, c.elapsed)
+	return c.bins[p.Dir]
 }
 
 // startKCPForE2E starts kcp on a new root directory as kcp's e2e framework
