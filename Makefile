@@ -231,9 +231,9 @@ REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPPristine$$|^TestRealKCPPristineDie
 test: phases-reset overlay $(if $(KCP_SOURCE),sharded)
 	$(PHASE) "vet" $(GO) vet ./...
 	$(PHASE) "suite" env KCP_CARRY_SHARD_RACE=0 KCP_CARRY_VERIFY_NORACE=1 $(GO) test $(GO_TEST_FLAGS) -vet=off -skip '^TestRealKCP|^TestSharded' ./...
-	$(PHASE) "real kcp $(if $(KCP_SOURCE),$(notdir $(KCP_SOURCE))): TestRealKCP*" $(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' -skip '$(REAL_KCP_SKIP)' ./test/e2e/
+	$(PHASE) "real kcp $(if $(KCP_SOURCE),$(notdir $(KCP_SOURCE))): TestRealKCP*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestRealKCP' -skip '$(REAL_KCP_SKIP)' ./test/e2e/
 ifneq ($(KCP_SOURCE),)
-	$(PHASE) "sharded kcp $(notdir $(KCP_SOURCE)): TestSharded*" $(GO) test $(GO_TEST_FLAGS) -v -run '^TestSharded' ./test/sharded/
+	$(PHASE) "sharded kcp $(notdir $(KCP_SOURCE)): TestSharded*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestSharded' ./test/sharded/
 endif
 ifneq ($(KCP_MAIN_SOURCE),)
 	$(PHASE) "kcp main $(notdir $(KCP_MAIN_SOURCE)): fork pin" $(CARRY) pins --kcp-source "$(KCP_MAIN_SOURCE)"

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
 // notForUpstream are strings no file the export writes may contain: this
@@ -102,14 +104,36 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	if !strings.Contains(kcp, bumpCommand) && !regexp.MustCompile(regexp.QuoteMeta(BumpScript)+` \. v0\.0\.0-[0-9]{14}-[0-9a-f]{12}\n`).MatchString(kcp) {
 		t.Errorf("%s does not show the pin bump's command", bump.PR)
 	}
+	// Every other kcp pull request: its own text in kcp's template, a kind,
+	// a release note or NONE, and no note naming a tool kcp does not ship.
 	for _, pr := range res.KCPPRs {
-		if !pr.Generic {
+		text := readOut(t, out, pr.PR)
+		if pr.Generic {
+			if !strings.HasPrefix(text, "<!-- Written from the commit messages") {
+				t.Errorf("%s: a generic text must say so first:\n%s", pr.PR, text)
+			}
+			if inRepository(t, pr.Name) {
+				t.Errorf("%s: kcp-patches/%s has no pull request text (kcp-pr-<name>.md.tmpl)", pr.PR, pr.Name)
+			}
 			continue
 		}
-		if text := readOut(t, out, pr.PR); !strings.HasPrefix(text, "<!-- Written from the commit messages") {
-			t.Errorf("%s: a generic text must say so first:\n%s", pr.PR, text)
+		checkPRText(t, pr.PR, text, verified)
+		if !regexp.MustCompile(`\n/kind (bug|cleanup|feature)\n`).MatchString(text) {
+			t.Errorf("%s: want /kind bug, cleanup or feature", pr.PR)
+		}
+		note := releaseNote(t, pr.PR, text)
+		if note == "" || strings.Contains(strings.ToLower(note), "carry") {
+			t.Errorf("%s: release note %q: want NONE or a note about kcp", pr.PR, note)
 		}
 	}
+}
+
+// inRepository says whether name is one of the repository's own
+// kcp-patches/ pull requests (the synthetic tests' are not).
+func inRepository(t *testing.T, name string) bool {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(testfs.RepoRoot(t), "kcp-patches", name))
+	return err == nil
 }
 
 func readOut(t *testing.T, out, rel string) string {
