@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -176,22 +175,21 @@ func (b *kcpTestBinaries) start(pkgs ...kcpe2e.Package) {
 	if b.started == nil {
 		b.started = map[string]*kcpCompile{}
 	}
+	c := &kcpCompile{done: make(chan struct{})}
 	var todo []kcpe2e.Package
 	var names []string
 	for _, p := range pkgs {
-		if _, ok := b.started[p.Dir]; ok || slices.Contains(names, p.Name()) {
+		if _, ok := b.started[p.Dir]; ok {
 			continue
 		}
+		b.started[p.Dir] = c
 		todo = append(todo, p)
 		names = append(names, p.Name())
 	}
 	if len(todo) == 0 {
 		return
 	}
-	c := &kcpCompile{done: make(chan struct{}), names: strings.Join(names, ",")}
-	for _, p := range todo {
-		b.started[p.Dir] = c
-	}
+	c.names = strings.Join(names, ",")
 	prev := b.last
 	b.last = c
 	go func() {

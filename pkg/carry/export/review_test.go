@@ -24,6 +24,8 @@ var (
 	releaseNoteBlock = regexp.MustCompile("(?s)```release-note\n(.*?)\n```")
 	// kcp's pull request template: its sections, in order.
 	kcpTemplate = regexp.MustCompile(`(?s)^## Summary\n.*\n## What Type of PR Is This\?\n.*\n## Related Issue\(s\)\n.*\n## Release Notes\n\n` + "```release-note\n")
+	// The kinds a kcp pull request of ours may have.
+	kcpKind = regexp.MustCompile(`\n/kind (bug|cleanup|feature)\n`)
 )
 
 // reviewChecklist checks what the export wrote to out against what a kcp
@@ -118,7 +120,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 			continue
 		}
 		checkPRText(t, pr.PR, text, verified)
-		if !regexp.MustCompile(`\n/kind (bug|cleanup|feature)\n`).MatchString(text) {
+		if !kcpKind.MatchString(text) {
 			t.Errorf("%s: want /kind bug, cleanup or feature", pr.PR)
 		}
 		note := releaseNote(t, pr.PR, text)
