@@ -10,11 +10,14 @@
 # .overlay/ (`go mod edit -replace`, what kcp's pin bump does with the fork
 # commit that has the fix; `make overlay` first). KCP_SOURCE is the kcp tree
 # (read only), OUT the scratch directory (default .build/kcp-race-target),
-# WHAT and TEST_ARGS are passed to kcp's make (default: its whole e2e suite).
+# WHAT and TEST_ARGS are passed to kcp's make (default: its whole e2e suite),
+# RUN names the run (default: the target).
 # Copies the tree to OUT/<variant>/kcp (the same path each time, so that the
-# go build cache serves the next run) and writes OUT/<variant>/<target>/
-# {make.log,result.txt}: the exit status, the wall time of each phase, the kcp
-# server's peak RSS (VmHWM) and the race reports' files and functions.
+# go build cache serves the next run) and writes OUT/<variant>/<run>/
+# {make.log,result.txt,findings.md}: the exit status, the wall time of each
+# phase, the kcp server's peak RSS (VmHWM), the race reports' files and
+# functions, and the reports grouped against docs/races.known
+# (hack/racefindings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -25,9 +28,10 @@ case $variant in stock | carried) ;; *) echo "$0: variant $variant: want stock o
 : "${KCP_SOURCE:?set KCP_SOURCE=<kcp source tree>}"
 [ -f "$KCP_SOURCE/go.mod" ] || { echo "$0: KCP_SOURCE=$KCP_SOURCE has no go.mod" >&2 && exit 2; }
 tree=${OUT:-$root/.build/kcp-race-target}/$variant/kcp
-out=$(dirname "$tree")/$target
+out=$(dirname "$tree")/${RUN:-$target}
 
 rm -rf "$tree" "$out" && mkdir -p "$tree" "$out"
+GOWORK=off go build -o "$out/racefindings" ./hack/racefindings
 cp -a "$KCP_SOURCE/." "$tree"
 git() { command git -C "$tree" -c user.name=kcp-race-target -c user.email=kcp-race-target@localhost "$@"; }
 git init -q && git add -A -f . && git commit -q -m "kcp tree from $KCP_SOURCE"
@@ -80,6 +84,7 @@ rc=${PIPESTATUS[0]}
 set -e
 end=$(date +%s)
 
+reports=$(ls "$out/work/.kcp-race"/race.* 2>/dev/null || true)
 mark() { awk -v pat="$1" 'index($0, pat) {print $1; exit}' "$out/make.log"; }
 built=$(mark "mkdir -p \"$out/work/.kcp\"")
 tests=$(mark "Starting test(s)")
@@ -94,9 +99,9 @@ tests=$(mark "Starting test(s)")
 	fi
 	grep -E 'Maximum resident set size|Elapsed \(wall' "$out/time.txt" | sed 's/^\t*/make: /' || true
 	grep -E '^[0-9]+ (ok|FAIL|---)' "$out/make.log" | cut -d' ' -f2- || true
-	reports=$(ls "$out/work/.kcp-race"/race.* 2>/dev/null || true)
 	echo "race report files: $(echo "$reports" | grep -c . || true)"
 	for f in $reports; do
 		echo "$f: $(grep -c 'WARNING: DATA RACE' "$f") report(s), functions: $(grep -oE 'setKCPOriginalAPIVersionAnnotation|updateInformers|RESTMapping' "$f" | sort | uniq -c | xargs)"
 	done
 } | tee "$out/result.txt"
+[ -z "$reports" ] || "$out/racefindings" "$out/work/.kcp-race" >"$out/findings.md"
