@@ -85,9 +85,12 @@ set -e
 end=$(date +%s)
 
 reports=$(ls "$out/work/.kcp-race"/race.* 2>/dev/null || true)
+# The seconds column of make.log's first line containing (mark) or reading
+# (line) a text: make echoes a recipe's commands before they run.
 mark() { awk -v pat="$1" 'index($0, pat) {print $1; exit}' "$out/make.log"; }
+line() { awk -v pat="$1" '{l = $0; sub(/^[0-9]+ /, "", l)} l == pat {print $1; exit}' "$out/make.log"; }
 built=$(mark "mkdir -p \"$out/work/.kcp\"")
-tests=$(mark "Starting test(s)")
+tests=$(line "Starting test(s)")
 {
 	echo "kcp tree: $KCP_SOURCE ($variant), make ${make_args[*]}"
 	echo "exit status: $rc"
