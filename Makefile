@@ -87,7 +87,10 @@ kcp-race: overlay
 # setKCPOriginalAPIVersionAnnotation). Reports in .build/race/<test>/. And
 # TestRealKCPRaceInformerFix: the unit test of kcp-patches/2-informer-restmapper-race
 # with -race in KCP_SOURCE and KCP_MAIN_SOURCE, passing with the patch and
-# failing without it. Then the shard tests on the -race shard and `carry
+# failing without it. TestRealKCPRaceTarget: kcp's own race target
+# (kcp-patches/3-race-e2e-target) by hack/kcp-race-target.sh, failing at the
+# fork pin with a report naming setKCPOriginalAPIVersionAnnotation and
+# passing with the carry. Then the shard tests on the -race shard and `carry
 # verify`'s test under -race, whose forms without it `make test` runs. Not in
 # `make test`: it would take CI past its limit (docs/ci.md).
 test-race: kcp-race

@@ -14,7 +14,7 @@
 # RUN names the run (default: the target).
 # Copies the tree to OUT/<variant>/kcp (the same path each time, so that the
 # go build cache serves the next run) and writes OUT/<variant>/<run>/
-# {make.log,result.txt,findings.md}: the exit status, the wall time of each
+# {make.log,result.txt,findings.md}: the exit status (also its own), the wall time of each
 # phase, the kcp server's peak RSS (VmHWM), the race reports' files and
 # functions, and the reports grouped against docs/races.known
 # (hack/racefindings).
@@ -108,3 +108,5 @@ tests=$(line "Starting test(s)")
 	done
 } | tee "$out/result.txt"
 [ -z "$reports" ] || "$out/racefindings" "$out/work/.kcp-race" >"$out/findings.md"
+# kcp's make decides the exit status.
+exit "$rc"
