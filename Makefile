@@ -90,11 +90,13 @@ kcp-race: overlay
 # failing without it. TestRealKCPRaceTarget: kcp's own race target
 # (kcp-patches/3-race-e2e-target) by hack/kcp-race-target.sh, failing at the
 # fork pin with a report naming setKCPOriginalAPIVersionAnnotation and
-# passing with the carry. Then the shard tests on the -race shard and `carry
+# passing with the carry (a go test of its own: two of kcp's builds, cold,
+# take half of -timeout). Then the shard tests on the -race shard and `carry
 # verify`'s test under -race, whose forms without it `make test` runs. Not in
 # `make test`: it would take CI past its limit (docs/ci.md).
 test-race: kcp-race
-	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPRace' ./test/e2e/
+	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPRace' -skip '^TestRealKCPRaceTarget$$' ./test/e2e/
+	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPRaceTarget$$' ./test/e2e/
 	KCP_CARRY_SHARD_RACE=1 $(GO) test $(GO_TEST_FLAGS) -run '$(RACE_SHARD_TESTS)' ./test/e2e/ ./test/detector/
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestCarryFailsWithoutAndPassesWith$$' ./pkg/carry/verify/
 
