@@ -301,12 +301,7 @@ func TestRealKCPRaceStock(t *testing.T) {
 		}
 	}
 	reps := stopAndReadRaces(t, s, dir)
-	var named []racereport.Report
-	for _, r := range reps {
-		if r.HasFrame("setKCPOriginalAPIVersionAnnotation") {
-			named = append(named, r)
-		}
-	}
+	named := reportsOnTheBug(reps)
 	if len(named) == 0 {
 		t.Fatalf("positive control: no race report names setKCPOriginalAPIVersionAnnotation (%d report(s) in %s; %s)", len(reps), dir, how)
 	}
@@ -318,6 +313,19 @@ func TestRealKCPRaceStock(t *testing.T) {
 	}
 	t.Logf("positive control: %d of %d race report(s) name setKCPOriginalAPIVersionAnnotation, %d on the handlers or the watch cache; %s. The first:\n%s", len(named), len(reps), onCarry, how, named[0].Text)
 	writeFindings(t, dir, reps)
+}
+
+// reportsOnTheBug are the reports of reps with a frame in
+// setKCPOriginalAPIVersionAnnotation: the write into the watch cache's
+// objects that the stock positive controls must show.
+func reportsOnTheBug(reps []racereport.Report) []racereport.Report {
+	var named []racereport.Report
+	for _, r := range reps {
+		if r.HasFrame("setKCPOriginalAPIVersionAnnotation") {
+			named = append(named, r)
+		}
+	}
+	return named
 }
 
 // partialList sends one wildcard partial-metadata LIST.
