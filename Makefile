@@ -88,7 +88,7 @@ kcp-race: overlay
 # TestRealKCPRaceInformerFix: the unit test of kcp-patches/2-informer-restmapper-race
 # with -race in KCP_SOURCE and KCP_MAIN_SOURCE, passing with the patch and
 # failing without it. TestRealKCPRaceTarget: kcp's own race target
-# (kcp-patches/3-race-e2e-target) by hack/kcp-race-target.sh, failing at the
+# (kcp-patches/4-race-e2e-target) by hack/kcp-race-target.sh, failing at the
 # fork pin with a report naming setKCPOriginalAPIVersionAnnotation and
 # passing with the carry (a go test of its own: two of kcp's builds, cold,
 # take half of -timeout). Then the shard tests on the -race shard and `carry

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a make target of kcp's own Makefile (default test-e2e-shared-minimal-race,
-# which kcp-patches/3-race-e2e-target adds) on a copy of a kcp tree with
+# which kcp-patches/4-race-e2e-target adds) on a copy of a kcp tree with
 # kcp-patches/ applied, as kcp's CI would run it, and records its cost
 # (docs/races.md, "kcp's own race target").
 #

@@ -25,7 +25,7 @@ const (
 )
 
 // TestRealKCPRaceTarget runs kcp's own make target from kcp-patches/
-// (test-e2e-shared-minimal-race, kcp-patches/3-race-e2e-target) on a copy of
+// (test-e2e-shared-minimal-race, kcp-patches/4-race-e2e-target) on a copy of
 // KCP_SOURCE with kcp-patches/ applied, through hack/kcp-race-target.sh:
 //
 //   - stock (kcp's fork pin): the target must fail, and kcp must have written
