@@ -35,17 +35,30 @@ GOWORK=off go build -o "$out/racefindings" ./hack/racefindings
 cp -a "$KCP_SOURCE/." "$tree"
 git() { command git -C "$tree" -c user.name=kcp-race-target -c user.email=kcp-race-target@localhost "$@"; }
 git init -q && git add -A -f . && git commit -q -m "kcp tree from $KCP_SOURCE"
-# The kcp-patches series in merge order: the top-level series, then each
-# numbered directory's.
-for series in kcp-patches/series kcp-patches/[0-9]*/series; do
-	[ -f "$series" ] || continue
+# The kcp-patches pull requests in merge order, each in its main form or,
+# where that does not apply to the tree, the first backport form
+# (<pull request>/release-X.Y/) that does.
+am_series() { # the series file of one form
 	while read -r p; do
 		case $p in '' | '#'*) continue ;; esac
 		# The patches name no author (carry export sets the submitter).
-		sed '1a From: kcp-race-target <kcp-race-target@localhost>' "$root/$(dirname "$series")/$p" >"$out/am.patch"
-		git am -q --keep-non-patch "$out/am.patch"
-		echo "applied $(dirname "$series")/$p"
-	done <"$series"
+		sed '1a From: kcp-race-target <kcp-race-target@localhost>' "$root/$(dirname "$1")/$p" >"$out/am.patch"
+		git am -q --keep-non-patch "$out/am.patch" || return 1
+		echo "applied $(dirname "$1")/$p"
+	done <"$1"
+}
+for pr in $(ls -d kcp-patches/[0-9]*/ | sort -t/ -k2 -n); do
+	base=$(git rev-parse HEAD)
+	applied=
+	for series in "$pr"series "$pr"release-*/series; do
+		[ -f "$series" ] || continue
+		if am_series "$series" 2>"$out/am.err"; then
+			applied=$series && break
+		fi
+		git am --abort 2>/dev/null || true
+		git reset -q --hard "$base"
+	done
+	[ -n "$applied" ] || { cat "$out/am.err" >&2; echo "$0: no form of $pr applies to $KCP_SOURCE" >&2; exit 2; }
 done
 if [ "$variant" = carried ]; then
 	[ -d .overlay ] || { echo "$0: no .overlay/: run make overlay" >&2 && exit 2; }

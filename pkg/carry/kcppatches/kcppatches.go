@@ -2,9 +2,11 @@
 // kcp-patches/ holds one directory per kcp pull request, named
 // <n>-<name> with n its merge order (1-pin-bump, 2-...), each a series of
 // git format-patch files against kcp's repository in the layout of
-// staging-patches/. ApplyToCopy applies them, pull request after pull
-// request, with git am to a scratch copy of a kcp source tree, as a kcp
-// maintainer would, leaving the tree itself untouched.
+// staging-patches/, cut on kcp main. A pull request whose patches do not
+// apply to a release branch has a backport form there, in a subdirectory
+// named for the branch (3-.../release-0.32/). ApplyToCopy applies them, pull
+// request after pull request, with git am to a scratch copy of a kcp source
+// tree, as a kcp maintainer would, leaving the tree itself untouched.
 package kcppatches
 
 import (
@@ -32,10 +34,33 @@ type PR struct {
 	Name   string
 	Order  int
 	Series *series.Series
+	// Backports are its forms for release branches, by branch name.
+	Backports []Backport
 }
 
-// prName is a pull request directory's name: its merge order, then words.
-var prName = regexp.MustCompile(`^([1-9][0-9]*)-[a-z0-9]+(-[a-z0-9]+)*$`)
+// Backport is a pull request's form for a kcp release branch the main form
+// does not apply to: kcp-patches/<pull request>/<Branch>/.
+type Backport struct {
+	Branch string // release-0.32
+	Series *series.Series
+}
+
+// Forms are the pull request's series: the main one first, then its
+// backports'.
+func (pr *PR) Forms() []*series.Series {
+	forms := []*series.Series{pr.Series}
+	for _, b := range pr.Backports {
+		forms = append(forms, b.Series)
+	}
+	return forms
+}
+
+var (
+	// prName is a pull request directory's name: its merge order, then words.
+	prName = regexp.MustCompile(`^([1-9][0-9]*)-[a-z0-9]+(-[a-z0-9]+)*$`)
+	// backportName is a backport directory's name: kcp's release branch.
+	backportName = regexp.MustCompile(`^release-[0-9]+\.[0-9]+$`)
+)
 
 // Load reads every pull request of root/kcp-patches, in merge order, each
 // series checked with CheckSubject. Anything else in kcp-patches/, two pull
@@ -66,12 +91,13 @@ func Load(root string) ([]*PR, error) {
 			continue
 		}
 		byOrder[order] = e.Name()
-		s, err := series.LoadChecked(path, CheckSubject)
+		pr, err := LoadPR(path)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			errs = append(errs, err)
 			continue
 		}
-		prs = append(prs, &PR{Name: e.Name(), Order: order, Series: s})
+		pr.Order = order
+		prs = append(prs, pr)
 	}
 	if len(prs) == 0 && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no pull request directories (<merge order>-<name>/series)", dir))
@@ -81,6 +107,39 @@ func Load(root string) ([]*PR, error) {
 	}
 	slices.SortFunc(prs, func(a, b *PR) int { return a.Order - b.Order })
 	return prs, nil
+}
+
+// LoadPR reads one pull request directory: its series, checked with
+// CheckSubject, and the series of each backport subdirectory. Any other
+// subdirectory is an error naming it.
+func LoadPR(dir string) (*PR, error) {
+	s, err := series.LoadChecked(dir, CheckSubject)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	pr := &PR{Name: filepath.Base(dir), Series: s}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if !backportName.MatchString(e.Name()) {
+			errs = append(errs, fmt.Errorf("%s: want only backport directories named for kcp's release branch (release-0.32) in %s", path, dir))
+			continue
+		}
+		b, err := series.LoadChecked(path, CheckSubject)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			continue
+		}
+		pr.Backports = append(pr.Backports, Backport{Branch: e.Name(), Series: b})
+	}
+	return pr, errors.Join(errs...)
 }
 
 // Names are the patches of prs in the order ApplyToCopy applies them,
@@ -110,8 +169,9 @@ var committer = gitexec.Ident{Name: "carry", Email: "carry@localhost", Date: "@0
 
 // ApplyToCopy replaces dst with a copy of the kcp tree src (without its .git),
 // commits it as a scratch repository's first commit and applies the patches
-// of prs, in order, with `git am`, one commit each. An error names the patch
-// and the tree.
+// of prs, in order, with `git am`, one commit each. A pull request whose main
+// form does not apply is applied in the first of its backport forms that
+// does. An error names the patch and the tree.
 func ApplyToCopy(ctx context.Context, src, dst string, prs []*PR) error {
 	src, err := filepath.Abs(src)
 	if err != nil {
@@ -134,20 +194,50 @@ func ApplyToCopy(ctx context.Context, src, dst string, prs []*PR) error {
 		}
 	}
 	for _, pr := range prs {
-		for _, p := range pr.Series.Patches {
-			// The patches name no author (carry export sets the submitter);
-			// git am needs one, so the scratch commits are the committer's.
-			data, err := series.SetAuthor(p.Data, committer.Name+" <"+committer.Email+">", "")
-			if err != nil {
-				return fmt.Errorf("%s: %w", p.Path, err)
-			}
-			stamped := filepath.Join(dst, ".git", "carry-"+pr.Name+"-"+p.Name)
-			if err := os.WriteFile(stamped, data, 0o644); err != nil {
-				return err
-			}
-			if _, err := repo.Run(ctx, "am", "-q", "--keep-non-patch", "--no-3way", stamped); err != nil {
-				return fmt.Errorf("%s does not apply to kcp tree %s (git am): %w", p.Path, src, err)
-			}
+		if err := applyPR(ctx, repo, pr, src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyPR applies the first form of pr that applies to the copy of the kcp
+// tree src, and leaves the repository as it was when none does.
+func applyPR(ctx context.Context, repo gitexec.Repo, pr *PR, src string) error {
+	head, err := repo.Run(ctx, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, form := range pr.Forms() {
+		err := amSeries(ctx, repo, form, src)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		_, _ = repo.Run(ctx, "am", "--abort")
+		if _, err := repo.Run(ctx, "reset", "-q", "--hard", strings.TrimSpace(string(head))); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// amSeries commits the patches of s with git am, one commit each.
+func amSeries(ctx context.Context, repo gitexec.Repo, s *series.Series, src string) error {
+	for _, p := range s.Patches {
+		// The patches name no author (carry export sets the submitter);
+		// git am needs one, so the scratch commits are the committer's.
+		data, err := series.SetAuthor(p.Data, committer.Name+" <"+committer.Email+">", "")
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.Path, err)
+		}
+		stamped := filepath.Join(repo.Dir, ".git", "carry-am.patch")
+		if err := os.WriteFile(stamped, data, 0o644); err != nil {
+			return err
+		}
+		if _, err := repo.Run(ctx, "am", "-q", "--keep-non-patch", "--no-3way", stamped); err != nil {
+			return fmt.Errorf("%s does not apply to kcp tree %s (git am): %w", p.Path, src, err)
 		}
 	}
 	return nil

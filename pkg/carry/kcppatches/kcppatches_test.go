@@ -3,6 +3,7 @@ package kcppatches
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,4 +142,66 @@ func gitLog(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// A pull request whose main form does not apply to a tree is applied in its
+// backport form (kcp-patches/<pr>/release-X.Y/); one that applies in neither
+// names both and leaves no commit behind; any other subdirectory is refused.
+func TestBackport(t *testing.T) {
+	patch := testfs.Read(t, filepath.Join("testdata", Dir, "1-a-new-test", testPatch))
+	const otherDir = "test/e2e/other/"
+	backport := strings.ReplaceAll(patch, "test/e2e/conformance/", otherDir)
+	root := t.TempDir()
+	testfs.WriteTree(t, filepath.Join(root, Dir), map[string]string{
+		"1-fix/series":                    testPatch + "\n",
+		"1-fix/" + testPatch:              patch,
+		"1-fix/release-0.32/series":       testPatch + "\n",
+		"1-fix/release-0.32/" + testPatch: backport,
+	})
+	prs, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prs[0].Backports) != 1 || prs[0].Backports[0].Branch != "release-0.32" || len(prs[0].Forms()) != 2 {
+		t.Fatalf("backports of %s: %+v", prs[0].Name, prs[0].Backports)
+	}
+	ctx := context.Background()
+	dst := filepath.Join(t.TempDir(), "copy")
+
+	// main's layout: the main form.
+	mainTree := t.TempDir()
+	testfs.WriteTree(t, mainTree, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n"})
+	if err := ApplyToCopy(ctx, mainTree, dst, prs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "test/e2e/conformance/new_test.go")); err != nil {
+		t.Errorf("main form not applied to a tree it applies to")
+	}
+
+	// The main form's file exists already, the backport's does not: the backport.
+	releaseTree := t.TempDir()
+	testfs.WriteTree(t, releaseTree, map[string]string{"test/e2e/conformance/new_test.go": "package conformance\n"})
+	if err := ApplyToCopy(ctx, releaseTree, dst, prs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, otherDir+"new_test.go")); err != nil {
+		t.Errorf("backport form not applied where the main form does not apply")
+	}
+
+	// Neither applies: both named, the copy left at its base commit.
+	testfs.Write(t, filepath.Join(releaseTree, otherDir+"new_test.go"), "package other\n")
+	err = ApplyToCopy(ctx, releaseTree, dst, prs)
+	for _, want := range []string{"1-fix/" + testPatch + " does not apply", "1-fix/release-0.32/" + testPatch + " does not apply"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("neither form applies: err = %v, want %q", err, want)
+		}
+	}
+	if out := gitLog(t, dst); strings.Count(out, "\n") != 0 {
+		t.Errorf("git log after a failed pull request, want the base commit only:\n%s", out)
+	}
+
+	testfs.Write(t, filepath.Join(root, Dir, "1-fix", "old", "series"), "")
+	if _, err := Load(root); err == nil || !strings.Contains(err.Error(), "want only backport directories named for kcp's release branch") {
+		t.Errorf("a subdirectory that is no release branch: err = %v", err)
+	}
 }
