@@ -229,7 +229,9 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # about 95 min, past CI's limit (docs/ci.md).
 # With KCP_MAIN_SOURCE too, kcp main's tree is checked to pin the carry's
 # fork commit (`carry pins --kcp-source`); its builds and tests are
-# `make test-kcp-main` (docs/ci.md has a recorded run).
+# `make test-kcp-main` (docs/ci.md has a recorded run). In the suite,
+# test/kcpscripts runs kcp's hack/bump-k8s.sh, with kcp-patches/ and stock,
+# on a copy of each tree given (no network, no build).
 REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$
 # `sharded` builds bin/kcp and bin/kcp-pristine with the other servers, so
 # `kcp` (the same two links again) is not a prerequisite.

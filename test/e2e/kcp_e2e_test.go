@@ -117,7 +117,7 @@ func TestRealKCPOwnE2E(t *testing.T) {
 }
 
 // prepareKCPE2E copies the kcp tree src with kcp-patches/' first pull request
-// (the pin bump's regression test) applied (git am)
+// (the pin bump's: kcp's bump script fixed, and the regression test) applied (git am)
 // into a fixed directory per tree, ROOT/.build/kcp-e2e/<tree>/src, so that a
 // second run finds the test binaries' packages in Go's build cache, and
 // returns the compiler of its test binaries. They are compiled when a

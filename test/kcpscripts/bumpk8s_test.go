@@ -1,0 +1,384 @@
+package kcpscripts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
+	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
+)
+
+// The kcp trees the tests run on.
+const (
+	EnvKCPSource     = "KCP_SOURCE"
+	EnvKCPMainSource = "KCP_MAIN_SOURCE"
+)
+
+const (
+	// forkRepo is the repository of kcp's Kubernetes fork; a fork replace
+	// points at it or at a directory in it.
+	forkRepo = "github.com/kcp-dev/kubernetes"
+	// pinnedRev is the fork commit both trees pin: no go.mod may name it
+	// after the bump.
+	pinnedRev = "e006560fc76a"
+	// bumpTo is the fork commit the script moves the trees to, and
+	// bumpStamp its stamp, which every fork replace must end with after it.
+	bumpTo    = "v0.0.0-20260701120000-0123456789ab"
+	bumpStamp = "20260701120000-0123456789ab"
+	// malformed looks like a version and is no pseudo-version.
+	malformed = "v0.0.0-2026-abc"
+)
+
+// goModules are the go.mod files of kcp that pin the fork.
+var goModules = []string{"go.mod", "docs/generators/cli-doc/go.mod", "staging/src/github.com/kcp-dev/virtual-workspace-framework/go.mod"}
+
+// stamp is the <YYYYMMDDhhmmss>-<12 hex> end of a fork replace's version.
+var stamp = regexp.MustCompile(`[0-9]{14}-[0-9a-f]{12}$`)
+
+// TestBumpK8sMovesEveryForkReplace runs kcp's hack/bump-k8s.sh, with
+// kcp-patches/ applied, on a copy of each kcp tree with
+// BRANCH=<a fork pseudo-version>, the network off and `go mod tidy` skipped
+// (a go wrapper first on PATH): no go.mod names the pinned commit, every
+// fork replace names the new one, keeping its version's prefix and its
+// path, no other line changes, no other file does, and tidy was run in each
+// module. A malformed BRANCH and a fork replace without a commit stamp are
+// refused, changing nothing. The positive control: the script as kcp ships
+// it fails the same check, leaving the staging modules on the pinned commit.
+func TestBumpK8sMovesEveryForkReplace(t *testing.T) {
+	root := testfs.RepoRoot(t)
+	prs, err := kcppatches.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []string{EnvKCPSource, EnvKCPMainSource} {
+		t.Run(env, func(t *testing.T) {
+			src := os.Getenv(env)
+			if src == "" {
+				t.Skipf("%s is not set: set it to a kcp source tree to run kcp's hack/bump-k8s.sh (kcp-patches/ applied) on a copy", env)
+			}
+			needCommands(t, "bash", "git", "jq")
+			ctx := context.Background()
+
+			t.Run("patched", func(t *testing.T) {
+				tree := scratchTree(ctx, t, src, prs)
+				before := readGoMods(t, tree)
+
+				// Refused before any change: a malformed BRANCH, and a fork
+				// replace whose version names no commit, in the last module,
+				// so that edits applied module by module would show in the
+				// first two.
+				out, err := bumpK8s(ctx, t, tree, malformed)
+				expectRefused(t, tree, malformed, out, err, "BRANCH="+malformed+" is not a pseudo-version of the fork", nil)
+				last := goModules[len(goModules)-1]
+				unstamped := unstampOne(t, before[last])
+				testfs.Write(t, filepath.Join(tree, last), unstamped)
+				out, err = bumpK8s(ctx, t, tree, bumpTo)
+				expectRefused(t, tree, bumpTo, out, err, "the version names no fork commit", []string{last})
+				if got := testfs.Read(t, filepath.Join(tree, last)); got != unstamped {
+					t.Errorf("%s changed although the script refused it", last)
+				}
+				gitRun(ctx, t, tree, "checkout", "-q", "--", last)
+
+				out, err = bumpK8s(ctx, t, tree, bumpTo)
+				if err != nil {
+					t.Fatalf("BRANCH=%s hack/bump-k8s.sh: %v\n%s", bumpTo, err, tail(out))
+				}
+				if problems := checkBump(before, readGoMods(t, tree)); len(problems) > 0 {
+					t.Errorf("BRANCH=%s hack/bump-k8s.sh:\n%s", bumpTo, strings.Join(problems, "\n"))
+				}
+				if other := changedFiles(ctx, t, tree, true); len(other) > 0 {
+					t.Errorf("BRANCH=%s hack/bump-k8s.sh changed files besides the go.mod and go.sum files: %s", bumpTo, strings.Join(other, ", "))
+				}
+				tidied := tidyLog(t, tree)
+				for _, m := range goModules {
+					if dir := filepath.Dir(m); !slices.Contains(tidied, dir) {
+						t.Errorf("go mod tidy did not run in %s (it ran in %q)", dir, tidied)
+					}
+				}
+				t.Logf("%s, patched: %d fork replaces in %d go.mod files moved to %s, nothing else changed; %s and a replace without a stamp refused", src, countForkReplaces(t, before), len(goModules), bumpStamp, malformed)
+			})
+
+			// The positive control: the script as kcp ships it moves
+			// k8s.io/kubernetes alone, by its whole version string, and
+			// copies the root's replaces into the other modules.
+			t.Run("stock", func(t *testing.T) {
+				tree := scratchTree(ctx, t, src, nil)
+				before := readGoMods(t, tree)
+				out, err := bumpK8s(ctx, t, tree, bumpTo)
+				after := readGoMods(t, tree)
+				problems := checkBump(before, after)
+				if len(problems) == 0 {
+					t.Fatalf("positive control: kcp's stock hack/bump-k8s.sh passed the check (exit %v)\n%s", err, tail(out))
+				}
+				// Every fork replace but k8s.io/kubernetes's stays on the
+				// pinned commit, in each module.
+				var left []string
+				for _, m := range goModules {
+					total, stale := forkReplaces(t, m, after[m])
+					if total == 0 || stale != total-1 {
+						t.Errorf("positive control: %s after the stock script: %d of %d fork replaces name %s, want all but k8s.io/kubernetes", m, stale, total, pinnedRev)
+					}
+					left = append(left, fmt.Sprintf("%s: %d of %d", m, stale, total))
+				}
+				t.Logf("positive control: kcp's stock hack/bump-k8s.sh (exit %v) fails the check as it must: fork replaces left at %s: %s; %d problems, the first:\n%s", err, pinnedRev, strings.Join(left, ", "), len(problems), strings.Join(problems[:min(4, len(problems))], "\n"))
+			})
+		})
+	}
+}
+
+// scratchTree is a copy of the kcp tree src in a temporary directory, a
+// git repository with prs applied.
+func scratchTree(ctx context.Context, t *testing.T, src string, prs []*kcppatches.PR) string {
+	t.Helper()
+	tree := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := kcppatches.ApplyToCopy(ctx, src, tree, prs); err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// needCommands fails the test unless every named command is on PATH: the
+// scripts need them, and a skip would pass silently.
+func needCommands(t *testing.T, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			t.Fatalf("%s is not on PATH: kcp's hack/bump-k8s.sh needs it (install it, e.g. apt-get install %s)", name, name)
+		}
+	}
+}
+
+// bumpK8s runs tree's hack/bump-k8s.sh from the tree's root with BRANCH
+// set, GITHUB_USER and GITHUB_REPO unset (their defaults), the network off
+// and a go first on PATH that skips `go mod tidy`, noting its directory in
+// tree/.git/tidied, and runs the real go otherwise.
+func bumpK8s(ctx context.Context, t *testing.T, tree, branch string) (string, error) {
+	t.Helper()
+	realGo, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	testfs.Write(t, filepath.Join(bin, "go"), fmt.Sprintf(`#!/bin/sh
+# go mod tidy would need the network: noted in the tidy log and skipped.
+if [ "$1" = mod ] && [ "$2" = tidy ]; then
+	pwd -P >> '%s'
+	exit 0
+fi
+exec '%s' "$@"
+`, filepath.Join(tree, ".git", "tidied"), realGo))
+	if err := os.Chmod(filepath.Join(bin, "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "hack/bump-k8s.sh")
+	cmd.Dir = tree
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GITHUB_USER=") && !strings.HasPrefix(kv, "GITHUB_REPO=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "BRANCH="+branch,
+		"GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// expectRefused checks that a run of the script exited non-zero with the
+// message want and left the files of tree as they were: git status shows
+// only the files the test edited.
+func expectRefused(t *testing.T, tree, branch, out string, err error, want string, edited []string) {
+	t.Helper()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Errorf("BRANCH=%s hack/bump-k8s.sh: want a non-zero exit, got %v\n%s", branch, err, tail(out))
+	} else if !strings.Contains(out, want) {
+		t.Errorf("BRANCH=%s hack/bump-k8s.sh exited %d without saying %q:\n%s", branch, exit.ExitCode(), want, tail(out))
+	}
+	if changed := changedFiles(context.Background(), t, tree, false); !slices.Equal(changed, edited) {
+		t.Errorf("BRANCH=%s hack/bump-k8s.sh refused, and git status shows %q changed, want %q", branch, changed, edited)
+	}
+}
+
+// checkBump compares kcp's go.mod files before and after a bump to
+// bumpStamp, and says what is wrong: a go.mod still naming pinnedRev, a fork
+// replace not at bumpStamp, or a changed line other than a fork replace's
+// version (with its prefix kept and its path unchanged).
+func checkBump(before, after map[string]string) []string {
+	var problems []string
+	for _, m := range goModules {
+		if n := strings.Count(after[m], pinnedRev); n > 0 {
+			problems = append(problems, fmt.Sprintf("%s: names %s %d times", m, pinnedRev, n))
+		}
+		old, err := modfile.Parse(m, []byte(before[m]), nil)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		bumped, err := modfile.Parse(m, []byte(after[m]), nil)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, r := range bumped.Replace {
+			if isFork(r.New.Path) && !strings.HasSuffix(r.New.Version, bumpStamp) {
+				problems = append(problems, fmt.Sprintf("%s: %s => %s %s: not at %s", m, r.Old.Path, r.New.Path, r.New.Version, bumpStamp))
+			}
+		}
+		// The line of each fork replace, as the bump must leave it.
+		want := map[int]string{}
+		oldLines := strings.Split(before[m], "\n")
+		for _, r := range old.Replace {
+			if isFork(r.New.Path) {
+				n := r.Syntax.Start.Line
+				want[n] = strings.Replace(oldLines[n-1], r.New.Version, stamp.ReplaceAllString(r.New.Version, bumpStamp), 1)
+			}
+		}
+		newLines := strings.Split(after[m], "\n")
+		if len(newLines) != len(oldLines) {
+			problems = append(problems, fmt.Sprintf("%s: %d lines, was %d", m, len(newLines), len(oldLines)))
+			continue
+		}
+		for i, line := range newLines {
+			if w, fork := want[i+1]; fork && line != w {
+				problems = append(problems, fmt.Sprintf("%s:%d: %q, want %q", m, i+1, strings.TrimSpace(line), strings.TrimSpace(w)))
+			} else if !fork && line != oldLines[i] {
+				problems = append(problems, fmt.Sprintf("%s:%d: changed, and it is no fork replace: %q, was %q", m, i+1, strings.TrimSpace(line), strings.TrimSpace(oldLines[i])))
+			}
+		}
+	}
+	return problems
+}
+
+// isFork says whether a replacement's path is the fork's repository or a
+// directory in it.
+func isFork(path string) bool {
+	return path == forkRepo || strings.HasPrefix(path, forkRepo+"/")
+}
+
+// forkReplaces counts the fork replaces of a go.mod, and those of them whose
+// version names pinnedRev.
+func forkReplaces(t *testing.T, name, data string) (total, stale int) {
+	t.Helper()
+	f, err := modfile.Parse(name, []byte(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Replace {
+		if isFork(r.New.Path) {
+			total++
+			if strings.HasSuffix(r.New.Version, pinnedRev) {
+				stale++
+			}
+		}
+	}
+	return total, stale
+}
+
+// countForkReplaces is the number of fork replaces in all of goModules.
+func countForkReplaces(t *testing.T, mods map[string]string) int {
+	t.Helper()
+	n := 0
+	for _, m := range goModules {
+		total, _ := forkReplaces(t, m, mods[m])
+		n += total
+	}
+	return n
+}
+
+// unstampOne is a go.mod with its last fork replace at a release version,
+// which names no fork commit.
+func unstampOne(t *testing.T, data string) string {
+	t.Helper()
+	f, err := modfile.Parse("go.mod", []byte(data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(f.Replace) - 1; i >= 0; i-- {
+		if r := f.Replace[i]; isFork(r.New.Path) {
+			if err := f.AddReplace(r.Old.Path, r.Old.Version, r.New.Path, "v0.36.0"); err != nil {
+				t.Fatal(err)
+			}
+			out, err := f.Format()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(out)
+		}
+	}
+	t.Fatal("no fork replace to unstamp")
+	return ""
+}
+
+// readGoMods reads goModules of tree.
+func readGoMods(t *testing.T, tree string) map[string]string {
+	t.Helper()
+	mods := map[string]string{}
+	for _, m := range goModules {
+		mods[m] = testfs.Read(t, filepath.Join(tree, m))
+	}
+	return mods
+}
+
+// changedFiles lists the files git status reports changed in tree, without
+// the go.mod and go.sum files of goModules when allowMods is set.
+func changedFiles(ctx context.Context, t *testing.T, tree string, allowMods bool) []string {
+	t.Helper()
+	var changed []string
+	for line := range strings.Lines(gitRun(ctx, t, tree, "status", "--porcelain", "--untracked-files=all")) {
+		path := strings.TrimSuffix(line, "\n")[3:] // XY path
+		if allowMods && (slices.Contains(goModules, path) || slices.Contains(goModules, strings.TrimSuffix(path, ".sum")+".mod")) {
+			continue
+		}
+		changed = append(changed, path)
+	}
+	return changed
+}
+
+// tidyLog is the module directories, relative to tree, where the go wrapper
+// skipped `go mod tidy`.
+func tidyLog(t *testing.T, tree string) []string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for line := range strings.Lines(testfs.Read(t, filepath.Join(tree, ".git", "tidied"))) {
+		rel, err := filepath.Rel(real, strings.TrimSpace(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, filepath.ToSlash(rel))
+	}
+	return dirs
+}
+
+func gitRun(ctx context.Context, t *testing.T, tree string, args ...string) string {
+	t.Helper()
+	out, err := gitexec.Repo{Dir: tree}.Run(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// tail is the end of a script's output (its xtrace is long).
+func tail(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}

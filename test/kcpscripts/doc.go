@@ -1,0 +1,14 @@
+// Package kcpscripts runs kcp's own scripts, as kcp-patches/ changes them,
+// on scratch copies of real kcp trees (KCP_SOURCE, KCP_MAIN_SOURCE; each
+// subtest skips with a line naming its variable when it is unset), without
+// the network and without building kcp:
+//
+//   - hack/bump-k8s.sh (kcp-patches/1-pin-bump): with BRANCH a fork
+//     pseudo-version it moves every github.com/kcp-dev/kubernetes replace of
+//     kcp's three go.mod files to that commit and changes nothing else; a
+//     malformed version, or a fork replace whose version names no commit, is
+//     refused before any file changes. The positive control: kcp's script as
+//     shipped leaves the staging modules on the old commit.
+//
+// The scripts need bash, git and jq; a missing one fails the test.
+package kcpscripts
