@@ -85,7 +85,7 @@ kcp-race: overlay
 # handlers or the watch cache, none not already known), the stock one under
 # a burst of wildcard partial-metadata LISTs (a report naming
 # setKCPOriginalAPIVersionAnnotation). Reports in .build/race/<test>/. And
-# TestRealKCPRaceInformerFix: the unit test of kcp-patches/2-informer-restmapper-race
+# TestRealKCPRaceUnitFixes: the unit tests of kcp-patches/2-informer-restmapper-race and 3-clustercachedresource-selector-race
 # with -race in KCP_SOURCE and KCP_MAIN_SOURCE, passing with the patch and
 # failing without it. TestRealKCPRaceTarget: kcp's own race target
 # (kcp-patches/4-race-e2e-target) by hack/kcp-race-target.sh, failing at the
