@@ -14,8 +14,9 @@ import (
 
 // exportLong is carry export's help: what it runs, and for how long.
 const exportLong = `Writes to --out the fork's pull request (the series as git format-patch files with
-fork paths, by --author, signed off with --signoff, and PR.md), kcp-dev-kcp/bump-fork-pin.sh (kcp's pin
-bump), and one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order.
+fork paths, by --author, signed off with --signoff, and PR.md) and one directory per kcp pull request
+of kcp-patches/ (its patches and PR.md), in merge order. The pin bump pins the fork commit
+--fork-version names.
 
 Before writing, it applies the series to the pristine fork and checks that it reproduces the overlay
 (seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree, and runs carry verify:
@@ -89,7 +90,6 @@ func writeExportText(w io.Writer, res *export.Result) {
 		fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
 	}
 	fmt.Fprintf(w, "  %s  (the fork's pull request)\n", export.PRFile)
-	fmt.Fprintf(w, "  %s/%s  (kcp's pin bump: %s <kcp tree> <fork version>)\n", export.KCPDir, export.BumpScript, export.BumpScript)
 	for _, pr := range res.KCPPRs {
 		for _, p := range pr.Patches {
 			fmt.Fprintf(w, "  %s  (for kcp-dev/kcp)\n", p.File)

@@ -93,10 +93,8 @@ type Result struct {
 	// kcp-dev/kcp in merge order, each written to
 	// --out/kcp-dev-kcp/<n>-<name>/ with its PR.md.
 	KCPPRs []KCPPRResult `json:"kcpPRs,omitempty"`
-	// PR is the path of PR.md (the fork's pull request) and BumpScript of
-	// kcp-dev-kcp/bump-fork-pin.sh.
-	PR         string `json:"pr"`
-	BumpScript string `json:"bumpScript"`
+	// PR is the path of PR.md (the fork's pull request).
+	PR string `json:"pr"`
 	// Author is who the patches are by; SignedOff says whether they carry
 	// the author's Signed-off-by.
 	Author    string `json:"author"`
@@ -306,14 +304,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	for name, text := range texts {
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, ".sh") {
-			mode = 0o755
-		}
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(tmp, name)), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, name), text, mode); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, name), text, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -321,8 +315,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	res.PR = filepath.Join(o.OutDir, PRFile)
-	res.BumpScript = filepath.Join(o.OutDir, KCPDir, BumpScript)
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s and %s, %d kcp pull requests and %s to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, len(res.KCPPRs), filepath.Join(KCPDir, BumpScript), o.OutDir)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s and %d kcp pull requests to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, len(res.KCPPRs), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)

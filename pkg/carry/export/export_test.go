@@ -268,13 +268,10 @@ func TestExportStagingLayout(t *testing.T) {
 	}
 	testfs.ContainsAll(t, "the generic PR.md", testfs.Read(t, filepath.Join(out, "kcp-dev-kcp/2-a-new-test/PR.md")), "## Summary\n\n`e2e: a new test`\n\nA body.\n")
 	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(out, "kcp-dev-kcp/1-pin-bump/PR.md")),
-		"  "+BumpScript+" . v0.0.0-<date>-<commit>\n",
-		"grep -c aaaaaaaaaaaa go.mod",
+		"   BRANCH="+ForkVersionPlaceholder+" ./hack/bump-k8s.sh\n",
+		"   grep -c aaaaaaaaaaaa go.mod go.sum docs/generators/cli-doc/go.mod",
 		"The fork fixes it on kcp-1.36.0.",
 	)
-	if fi, err := os.Stat(res.BumpScript); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Errorf("%s: %v, %v; want an executable script", res.BumpScript, fi, err)
-	}
 	reviewChecklist(t, out, res, false)
 
 	if entries, err := filepath.Glob(filepath.Join(filepath.Dir(out), ".out.tmp-*")); err != nil || len(entries) > 0 {
@@ -299,10 +296,43 @@ func TestExportStagingLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(merged, "kcp-dev-kcp/1-pin-bump/PR.md")),
-		"  "+BumpScript+" . v0.0.0-20261201120000-0123456789ab\n",
+		"   BRANCH=v0.0.0-20261201120000-0123456789ab ./hack/bump-k8s.sh\n",
 		"The fork fixes it on kcp-1.36.0, in v0.0.0-20261201120000-0123456789ab.",
 	)
 	reviewChecklist(t, merged, res, false)
+}
+
+// TestExportPinBumpScriptFix exports a pin bump shaped like the
+// repository's (testdata/kcp-patches/1-pin-bump: its first commit fixes
+// kcp's bump script): the text lists the script's fix, the bump with the
+// fixed script and the test, in that order, and names the backports as
+// /cherry-pick candidates.
+func TestExportPinBumpScriptFix(t *testing.T) {
+	root := stagingFixture(t)
+	if err := os.CopyFS(filepath.Join(root, "kcp-patches/1-pin-bump"), os.DirFS("testdata/kcp-patches/1-pin-bump")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true, ForkVersion: "v0.0.0-20261201120000-0123456789ab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.KCPPRs) != 1 || res.KCPPRs[0].Generic {
+		t.Fatalf("kcp pull requests %+v", res.KCPPRs)
+	}
+	bump := testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR))
+	testfs.ContainsAll(t, "the pin bump's PR.md", bump,
+		"\n1. `hack/bump-k8s.sh: move every fork replace of the three go.mod files`: `hack/bump-k8s.sh` rewrote, with `sed`, only the version of the `k8s.io/kubernetes` replace, 1 of the 34 fork replaces in go.mod",
+		"\n1. The bump: the go.mod and go.sum changes the fixed script makes",
+		"   BRANCH=v0.0.0-20261201120000-0123456789ab ./hack/bump-k8s.sh\n",
+		"\n1. `e2e: a new test`: extends `TestBuiltInCrossLogicalClusterListPartialObjectMetadata` (`test/e2e/conformance/new_test.go`)",
+		"make test-e2e WHAT=./test/e2e/conformance/ TEST_ARGS='-run ^TestBuiltInCrossLogicalClusterListPartialObjectMetadata$$'",
+		"`/cherry-pick release-0.32` and `/cherry-pick release-0.33`",
+	)
+	if i, j := strings.Index(bump, "`hack/bump-k8s.sh: move"), strings.Index(bump, "`e2e: a new test`"); i < 0 || j < i {
+		t.Errorf("the script's fix is not the first commit of the pin bump's text:\n%s", bump)
+	}
+	reviewChecklist(t, out, res, false)
 }
 
 // TestCompareWithOverlayFails is the positive control of the tree
