@@ -76,6 +76,10 @@ type Options struct {
 	// ForkVersion is the fork's pseudo-version with these patches merged,
 	// which kcp's pull request pins; empty until the fork merged them.
 	ForkVersion string
+	// ForkPR is the number of the fork's pull request, which kcp's texts
+	// link (kcp-dev/kubernetes#N); 0 until it is opened, and then they say
+	// that it comes first.
+	ForkPR int
 	// Progress receives a line per step; nil discards.
 	Progress io.Writer
 }
@@ -95,6 +99,8 @@ type Result struct {
 	KCPPRs []KCPPRResult `json:"kcpPRs,omitempty"`
 	// PR is the path of PR.md (the fork's pull request).
 	PR string `json:"pr"`
+	// ForkPR is the fork's pull request the kcp texts link, 0 for none.
+	ForkPR int `json:"forkPR,omitempty"`
 	// Author is who the patches are by; SignedOff says whether they carry
 	// the author's Signed-off-by.
 	Author    string `json:"author"`
@@ -166,6 +172,9 @@ func (o Options) resolve() (Options, error) {
 	}
 	if c.ForkVersion != "" && !module.IsPseudoVersion(c.ForkVersion) {
 		return c, fmt.Errorf("--fork-version %q: want the fork commit's pseudo-version, as in go.mod (v0.0.0-<date>-<commit>)", c.ForkVersion)
+	}
+	if c.ForkPR < 0 {
+		return c, fmt.Errorf("--fork-pr %d: want the number of the fork's pull request (kcp-dev/kubernetes#N), a positive integer", c.ForkPR)
 	}
 	var err error
 	if c.OutDir, err = filepath.Abs(c.OutDir); err != nil {
@@ -281,7 +290,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		ev.report, ev.source = r, "carry verify"
 	}
 
-	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source}
+	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source, ForkPR: o.ForkPR}
 	for _, m := range mods {
 		mr := ModuleResult{Module: m.in.Module, Fork: m.in.Fork, Location: m.loc, Requires: m.requires}
 		for _, e := range all {
@@ -320,6 +329,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)
 		}
+	}
+	if o.ForkPR == 0 {
+		fmt.Fprintf(o.Progress, "carry export: kcp's texts name no fork pull request; once you opened it, export again with --fork-pr\n")
 	}
 	if o.ForkVersion == "" {
 		fmt.Fprintf(o.Progress, "carry export: the pin bump leaves the fork version open; once the fork merged the patches, export again with --fork-version\n")

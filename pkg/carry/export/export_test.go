@@ -270,7 +270,7 @@ func TestExportStagingLayout(t *testing.T) {
 	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(out, "kcp-dev-kcp/1-pin-bump/PR.md")),
 		"   BRANCH="+ForkVersionPlaceholder+" ./hack/bump-k8s.sh\n",
 		"   grep -c aaaaaaaaaaaa go.mod go.sum docs/generators/cli-doc/go.mod",
-		"The fork fixes it on kcp-1.36.0.",
+		"The fork fixes it in a pull request to `kcp-dev/kubernetes`, on kcp-1.36.0. That pull request comes first",
 	)
 	reviewChecklist(t, out, res, false)
 
@@ -297,7 +297,7 @@ func TestExportStagingLayout(t *testing.T) {
 	}
 	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(merged, "kcp-dev-kcp/1-pin-bump/PR.md")),
 		"   BRANCH=v0.0.0-20261201120000-0123456789ab ./hack/bump-k8s.sh\n",
-		"The fork fixes it on kcp-1.36.0, in v0.0.0-20261201120000-0123456789ab.",
+		"on kcp-1.36.0, merged as v0.0.0-20261201120000-0123456789ab. That pull request comes first",
 	)
 	reviewChecklist(t, merged, res, false)
 }
@@ -306,22 +306,23 @@ func TestExportStagingLayout(t *testing.T) {
 // repository's (testdata/kcp-patches/1-pin-bump: its first commit fixes
 // kcp's bump script): the text lists the script's fix, the bump with the
 // fixed script and the test, in that order, and names the backports as
-// /cherry-pick candidates.
+// /cherry-pick candidates; with --fork-pr it links the fork's pull request.
 func TestExportPinBumpScriptFix(t *testing.T) {
 	root := stagingFixture(t)
 	if err := os.CopyFS(filepath.Join(root, "kcp-patches/1-pin-bump"), os.DirFS("testdata/kcp-patches/1-pin-bump")); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true, ForkVersion: "v0.0.0-20261201120000-0123456789ab"})
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true, ForkPR: 1234, ForkVersion: "v0.0.0-20261201120000-0123456789ab"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.KCPPRs) != 1 || res.KCPPRs[0].Generic {
-		t.Fatalf("kcp pull requests %+v", res.KCPPRs)
+	if res.ForkPR != 1234 || len(res.KCPPRs) != 1 || res.KCPPRs[0].Generic {
+		t.Fatalf("result: fork PR %d, kcp pull requests %+v", res.ForkPR, res.KCPPRs)
 	}
 	bump := testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR))
 	testfs.ContainsAll(t, "the pin bump's PR.md", bump,
+		"The fork fixes it in kcp-dev/kubernetes#1234, on kcp-1.36.0, merged as v0.0.0-20261201120000-0123456789ab. That pull request comes first",
 		"\n1. `hack/bump-k8s.sh: move every fork replace of the three go.mod files`: `hack/bump-k8s.sh` rewrote, with `sed`, only the version of the `k8s.io/kubernetes` replace, 1 of the 34 fork replaces in go.mod",
 		"\n1. The bump: the go.mod and go.sum changes the fixed script makes",
 		"   BRANCH=v0.0.0-20261201120000-0123456789ab ./hack/bump-k8s.sh\n",
@@ -498,6 +499,7 @@ func TestExportBadInput(t *testing.T) {
 	}
 	check("no author", Options{NoVerify: true, Author: Identity{Name: "", Email: "a@example.com"}}, "no author for the patches: give --author")
 	check("bad fork version", Options{NoVerify: true, ForkVersion: "v1.2.3"}, `--fork-version "v1.2.3": want the fork commit's pseudo-version`)
+	check("bad fork pull request", Options{NoVerify: true, ForkPR: -1}, `--fork-pr -1: want the number of the fork's pull request (kcp-dev/kubernetes#N), a positive integer`)
 	check("verify report and no verify", Options{NoVerify: true, VerifyReport: "x.json"}, "--verify-report and --no-verify exclude each other")
 	check("missing verify report", Options{VerifyReport: filepath.Join(root, "nope.json")}, "--verify-report: open ")
 	if _, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root}); err == nil || !strings.Contains(err.Error(), "--out") {

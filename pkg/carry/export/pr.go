@@ -43,7 +43,10 @@ type prData struct {
 	// pseudo-version's timestamp and commit (20260602065202-e006560fc76a).
 	BaseRev, BaseStamp string
 	ForkVersion        string
-	Patches            []prPatch
+	// ForkPR is the number of the fork's pull request (kcp-dev/kubernetes#N);
+	// 0 until the submitter opened it.
+	ForkPR  int
+	Patches []prPatch
 	// FixTest is the last test file the series adds or changes, the fix's;
 	// "" when none does.
 	FixTest string
@@ -78,7 +81,7 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 		return nil, fmt.Errorf("the carry's fork pin %s is not a pseudo-version: the pin bump needs one", pin)
 	}
 	d := prData{
-		Repo: res.Repo, Base: res.Base, BaseBranch: o.BaseBranch, ForkVersion: o.ForkVersion,
+		Repo: res.Repo, Base: res.Base, BaseBranch: o.BaseBranch, ForkVersion: o.ForkVersion, ForkPR: o.ForkPR,
 		BaseRev: stamp[2], BaseStamp: stamp[0],
 	}
 	d.BumpCommand, d.PinCheck = pinBump(o.ForkVersion, d.BaseRev)

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -101,6 +102,11 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	}
 	if !regexp.MustCompile(`\n\s*BRANCH=(` + regexp.QuoteMeta(ForkVersionPlaceholder) + `|v0\.0\.0-[0-9]{14}-[0-9a-f]{12}) \./` + regexp.QuoteMeta(KCPBumpScript) + `\n`).MatchString(kcp) {
 		t.Errorf("%s does not show the pin bump's command, kcp's own script", bump.PR)
+	}
+	if ref := fmt.Sprintf("kcp-dev/kubernetes#%d", res.ForkPR); res.ForkPR > 0 && !strings.Contains(kcp, ref) {
+		t.Errorf("%s does not link the fork's pull request %s", bump.PR, ref)
+	} else if res.ForkPR == 0 && !strings.Contains(kcp, "That pull request comes first") {
+		t.Errorf("%s: without the fork's pull request number, it must say that pull request comes first", bump.PR)
 	}
 	// Every other kcp pull request: its own text in kcp's template, a kind,
 	// a release note or NONE, and no note naming a tool kcp does not ship.
