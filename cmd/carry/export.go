@@ -15,8 +15,9 @@ import (
 
 // exportLong is carry export's help: what it runs, and for how long.
 const exportLong = `Writes to --out the fork's pull request (the series as git format-patch files with
-fork paths, by --author, signed off with --signoff, and PR.md) and one directory per kcp pull request
-of kcp-patches/ (its patches and PR.md), in merge order. kcp's texts link the fork's pull request once --fork-pr gives its number, and the pin bump pins the fork
+fork paths, by --author, signed off with --signoff, and PR.md), the draft of the issue it leaves open,
+and one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order. kcp's
+texts link the fork's pull request once --fork-pr gives its number, and the pin bump pins the fork
 commit --fork-version names.
 
 Before writing, it applies the series to the pristine fork and checks that it reproduces the overlay
@@ -111,7 +112,8 @@ func writeExportText(w io.Writer, res *export.Result) {
 	for _, p := range res.Patches {
 		fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
 	}
-	fmt.Fprintf(w, "  %s  (the fork's pull request)\n", export.PRFile)
+	fmt.Fprintf(w, "  %s  (the fork's pull request, titled %q)\n", export.PRFile, res.Title)
+	fmt.Fprintf(w, "  %s  (the issue it leaves open, to file)\n", export.IssueFile)
 	for _, pr := range res.KCPPRs {
 		for _, p := range pr.Patches {
 			fmt.Fprintf(w, "  %s  (for kcp-dev/kcp)\n", p.File)

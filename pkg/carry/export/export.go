@@ -97,8 +97,12 @@ type Result struct {
 	// kcp-dev/kcp in merge order, each written to
 	// --out/kcp-dev-kcp/<n>-<name>/ with its PR.md.
 	KCPPRs []KCPPRResult `json:"kcpPRs,omitempty"`
-	// PR is the path of PR.md (the fork's pull request).
-	PR string `json:"pr"`
+	// PR is the path of PR.md (the fork's pull request), Title the title it
+	// takes (the fix's subject), and Issue the path of the draft of the issue
+	// it leaves open (IssueFile).
+	PR    string `json:"pr"`
+	Title string `json:"title"`
+	Issue string `json:"issue"`
 	// ForkPR is the fork's pull request the kcp texts link, 0 for none.
 	ForkPR int `json:"forkPR,omitempty"`
 	// Author is who the patches are by; SignedOff says whether they carry
@@ -323,8 +327,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := install(tmp, o.OutDir, o.Force); err != nil {
 		return nil, err
 	}
-	res.PR = filepath.Join(o.OutDir, PRFile)
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s and %d kcp pull requests to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, len(res.KCPPRs), o.OutDir)
+	res.PR, res.Issue = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, IssueFile)
+	res.Title = res.Patches[len(res.Patches)-1].Subject
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s and %d kcp pull requests to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, IssueFile, len(res.KCPPRs), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)

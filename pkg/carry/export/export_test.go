@@ -272,6 +272,9 @@ func TestExportStagingLayout(t *testing.T) {
 		"   grep -c aaaaaaaaaaaa go.mod go.sum docs/generators/cli-doc/go.mod",
 		"The fork fixes it in a pull request to `kcp-dev/kubernetes`, on kcp-1.36.0. That pull request comes first",
 	)
+	if res.Title != "UPSTREAM: 12345: handlers: change Serve again" || res.Issue != filepath.Join(out, IssueFile) {
+		t.Errorf("title %q, issue %q", res.Title, res.Issue)
+	}
 	reviewChecklist(t, out, res, false)
 
 	if entries, err := filepath.Glob(filepath.Join(filepath.Dir(out), ".out.tmp-*")); err != nil || len(entries) > 0 {

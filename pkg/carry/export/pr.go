@@ -20,10 +20,16 @@ import (
 // The pull request texts, in kcp's template and short: the fork's (PR.md),
 // and one per kcp pull request (kcp-dev-kcp/<n>-<name>/PR.md), from
 // kcp-pr-<name>.md.tmpl, or, for a pull request without one yet, from its
-// commit messages (generic-kcp-pr.md.tmpl).
+// commit messages (generic-kcp-pr.md.tmpl); and the issue the fork's text
+// leaves to itself (IssueFile, from issue-watch-event-cross-talk.md.tmpl).
 //
-//go:embed fork-pr.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl
+//go:embed fork-pr.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl
 var templates embed.FS
+
+// IssueFile is the draft of the issue the fork's pull request leaves open:
+// custom resources' partial-metadata watch events, which differ between
+// wildcard and single-cluster requests under one cached encoding.
+const IssueFile = "ISSUE-watch-event-cross-talk.md"
 
 // KCPModules are kcp's modules that pin the fork, as kcp's tree lays them
 // out: the root, the CLI docs generator and the virtual workspace framework.
@@ -110,6 +116,9 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 	texts := prTexts{}
 	var err error
 	if texts[PRFile], err = render("fork-pr.md.tmpl", d); err != nil {
+		return nil, err
+	}
+	if texts[IssueFile], err = render("issue-watch-event-cross-talk.md.tmpl", d); err != nil {
 		return nil, err
 	}
 	for i := range res.KCPPRs {

@@ -69,6 +69,19 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	if note := releaseNote(t, PRFile, fork); note != "NONE" {
 		t.Errorf("%s: release note %q, want NONE: the fork publishes none", PRFile, note)
 	}
+	// GitHub cuts a title at 80 characters: the fork's pull request takes
+	// the fix's subject.
+	if len(res.Title) >= 80 || res.Title != res.Patches[len(res.Patches)-1].Subject {
+		t.Errorf("the fork's pull request is titled %q: want the fix's subject, under 80 characters", res.Title)
+	}
+	for _, p := range res.Patches {
+		if len(p.Subject) >= 80 {
+			t.Errorf("%s: subject of %d characters, want under 80: %q", p.File, len(p.Subject), p.Subject)
+		}
+	}
+	if issue := readOut(t, out, IssueFile); !strings.HasPrefix(issue, "Title: ") || strings.Contains(issue, "<!--") {
+		t.Errorf("%s: want a title first and no HTML comment:\n%s", IssueFile, issue)
+	}
 
 	var bump *KCPPRResult
 	for i, pr := range res.KCPPRs {
