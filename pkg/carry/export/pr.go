@@ -66,6 +66,9 @@ type prData struct {
 	BumpCommand, PinCheck string
 	// KCP is the kcp pull request being written.
 	KCP *KCPPRResult
+	// RaceSuite is kcp's whole shared e2e suite under the race target, from
+	// race-suite-run.json; nil until that file has figures.
+	RaceSuite *RaceSuiteRun
 }
 
 type prPatch struct {
@@ -91,6 +94,10 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 		BaseRev: stamp[2], BaseStamp: stamp[0],
 	}
 	d.BumpCommand, d.PinCheck = pinBump(o.ForkVersion, d.BaseRev)
+	var err error
+	if d.RaceSuite, err = loadRaceSuiteRun(); err != nil {
+		return nil, err
+	}
 	for i, e := range all {
 		var files []string
 		for _, f := range e.res.Files {
@@ -114,7 +121,6 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 		}
 	}
 	texts := prTexts{}
-	var err error
 	if texts[PRFile], err = render("fork-pr.md.tmpl", d); err != nil {
 		return nil, err
 	}

@@ -25,8 +25,9 @@ var (
 	releaseNoteBlock = regexp.MustCompile("(?s)```release-note\n(.*?)\n```")
 	// kcp's pull request template: its sections, in order.
 	kcpTemplate = regexp.MustCompile(`(?s)^## Summary\n.*\n## What Type of PR Is This\?\n.*\n## Related Issue\(s\)\n.*\n## Release Notes\n\n` + "```release-note\n")
-	// The kinds a kcp pull request of ours may have.
-	kcpKind = regexp.MustCompile(`\n/kind (bug|cleanup|feature)\n`)
+	// The kinds a kcp pull request of ours may have, of those kcp's template
+	// lists (kind/chore: maintenance such as a CI job).
+	kcpKind = regexp.MustCompile(`\n/kind (bug|chore|cleanup|feature)\n`)
 )
 
 // reviewChecklist checks what the export wrote to out against what a kcp
@@ -136,7 +137,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 		}
 		checkPRText(t, pr.PR, text, verified)
 		if !kcpKind.MatchString(text) {
-			t.Errorf("%s: want /kind bug, cleanup or feature", pr.PR)
+			t.Errorf("%s: want /kind bug, chore, cleanup or feature", pr.PR)
 		}
 		note := releaseNote(t, pr.PR, text)
 		if note == "" || strings.Contains(strings.ToLower(note), "carry") {
