@@ -305,14 +305,16 @@ func TestExportStagingLayout(t *testing.T) {
 	reviewChecklist(t, merged, res, false)
 }
 
-// TestExportPinBumpScriptFix exports a pin bump shaped like the
-// repository's (testdata/kcp-patches/1-pin-bump: its first commit fixes
-// kcp's bump script): the text lists the script's fix, the bump with the
-// fixed script and the test, in that order, and names the backports as
-// /cherry-pick candidates; with --fork-pr it links the fork's pull request.
-func TestExportPinBumpScriptFix(t *testing.T) {
+// TestExportKCPTexts exports kcp pull requests shaped like the
+// repository's (testdata/kcp-patches: a pin bump whose first commit fixes
+// kcp's bump script, the label selector fix) with --fork-pr: the pin bump's
+// text lists the script's fix, the bump and the test in that order and links
+// the fork's pull request, the selector fix's names its test's package, the
+// issue draft links the fork's pull request too, and the review checklist
+// passes.
+func TestExportKCPTexts(t *testing.T) {
 	root := stagingFixture(t)
-	if err := os.CopyFS(filepath.Join(root, "kcp-patches/1-pin-bump"), os.DirFS("testdata/kcp-patches/1-pin-bump")); err != nil {
+	if err := os.CopyFS(filepath.Join(root, "kcp-patches"), os.DirFS("testdata/kcp-patches")); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
@@ -320,7 +322,7 @@ func TestExportPinBumpScriptFix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ForkPR != 1234 || len(res.KCPPRs) != 1 || res.KCPPRs[0].Generic {
+	if res.ForkPR != 1234 || len(res.KCPPRs) != 2 || res.KCPPRs[0].Generic || res.KCPPRs[1].Generic {
 		t.Fatalf("result: fork PR %d, kcp pull requests %+v", res.ForkPR, res.KCPPRs)
 	}
 	bump := testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR))
@@ -336,6 +338,12 @@ func TestExportPinBumpScriptFix(t *testing.T) {
 	if i, j := strings.Index(bump, "`hack/bump-k8s.sh: move"), strings.Index(bump, "`e2e: a new test`"); i < 0 || j < i {
 		t.Errorf("the script's fix is not the first commit of the pin bump's text:\n%s", bump)
 	}
+	testfs.ContainsAll(t, "the selector fix's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[1].PR)),
+		"- `replication: guard the label selector with a lock` (`pkg/reconciler/cache/clustercachedresources/replication/replication_controller.go`, `pkg/reconciler/cache/clustercachedresources/replication/replication_controller_test.go`)\n",
+		"go test -race -run TestSetLabelSelectorConcurrentWithReconcile ./pkg/reconciler/cache/clustercachedresources/replication/\n",
+		"\n/kind bug\n",
+	)
+	testfs.ContainsAll(t, IssueFile, testfs.Read(t, res.Issue), "(kcp-dev/kubernetes#1234)", "the same versions in every workspace")
 	reviewChecklist(t, out, res, false)
 }
 
