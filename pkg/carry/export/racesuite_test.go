@@ -48,6 +48,7 @@ func TestRaceSuiteRun(t *testing.T) {
 	if n := strings.Count(string(text), "\n"); n > maxPRLines {
 		t.Errorf("with the whole suite's run the text has %d lines, want at most %d", n, maxPRLines)
 	}
+	complains(t, "the race target's text with the run", kcpTextProblems(string(text)))
 
 	for _, c := range []struct{ json, want string }{
 		{`{"wall": "50 min"}`, "not kcp, machine, result, peakRSS, peakRSSCommand, packages: give all or none"},
