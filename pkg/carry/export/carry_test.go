@@ -111,6 +111,24 @@ func TestExportTheCarry(t *testing.T) {
 		"That pull request comes first",
 	)
 
+	// A pull request with a backport form (kcp-patches/<pr>/release-X.Y/)
+	// is exported with it, in the same layout, stamped like the main form.
+	backports := 0
+	for _, pr := range res.KCPPRs {
+		for _, b := range pr.Backports {
+			for _, p := range b.Patches {
+				backports++
+				if want := pr.Dir + "/" + b.Branch + "/"; !strings.HasPrefix(p.File, want) {
+					t.Errorf("backport patch %s: want it under %s", p.File, want)
+				}
+				testfs.ContainsAll(t, p.File, testfs.Read(t, filepath.Join(out, p.File)), "\nFrom: ")
+			}
+		}
+	}
+	if backports == 0 {
+		t.Errorf("no backport form exported; kcp-patches/3-clustercachedresource-selector-race has release-0.32/")
+	}
+
 	compareWithOverlay(t, root, out, dirs)
 }
 
