@@ -2,12 +2,18 @@ package verify
 
 import (
 	"context"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 )
 
 // envNoRace=1 runs TestCarryFailsWithoutAndPassesWith without -race: make
@@ -76,5 +82,45 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	// an abort can cut the race report it interleaves with.
 	if second.Races == 0 && !strings.Contains(second.Fatal, "concurrent map") {
 		t.Errorf("%s without %s: the concurrent requests neither raced nor crashed: %+v", handlers, report.Steps[1].Patch, second)
+	}
+}
+
+func TestRunPatterns(t *testing.T) {
+	carry := func(runFile string) *carryset.Carry {
+		dir := t.TempDir()
+		if runFile != "" {
+			testfs.Write(t, filepath.Join(dir, RunFile), runFile)
+		}
+		tests := &series.Patch{Name: "0001-a.patch", Files: []*gitdiff.File{{OldName: "pkg/a/a_test.go", NewName: "pkg/a/a_test.go"}, {NewName: "pkg/b/b.go"}}}
+		return &carryset.Carry{Modules: []*carryset.Carried{{Module: "example.com/m", Series: &series.Series{Dir: dir, Patches: []*series.Patch{tests}}}}}
+	}
+	for name, tc := range map[string]struct {
+		runFile string
+		want    map[string]string
+		err     string
+	}{
+		"no file":       {},
+		"comments only": {runFile: "# nothing\n\n"},
+		"a package":     {runFile: "# why\npkg/a ^TestA\n", want: map[string]string{"example.com/m/pkg/a": "^TestA"}},
+		"untested":      {runFile: "pkg/b ^TestB\n", err: RunFile + ":1: example.com/m/pkg/b: the series changes no test of this package"},
+		"twice":         {runFile: "pkg/a ^TestA\npkg/a ^TestB\n", err: RunFile + ":2: example.com/m/pkg/a named twice"},
+		"no pattern":    {runFile: "pkg/a\n", err: RunFile + `:1: want "<package directory> <go test -run pattern>", got "pkg/a"`},
+		"not a regexp":  {runFile: "pkg/a ^Test(\n", err: RunFile + ":1: error parsing regexp"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := RunPatterns(carry(tc.runFile))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("RunPatterns = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
