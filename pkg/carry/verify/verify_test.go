@@ -42,12 +42,32 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 		t.Fatalf("the carry is not verified: %v", report.Problems)
 	}
 
-	const handlers = "k8s.io/apiserver/pkg/endpoints/handlers"
-	if !slices.Equal(report.Packages, []string{handlers}) {
-		t.Errorf("tested packages = %v, want [%s]", report.Packages, handlers)
+	const (
+		handlers = "k8s.io/apiserver/pkg/endpoints/handlers"
+		cacher   = "k8s.io/apiserver/pkg/storage/cacher"
+	)
+	if !slices.Equal(report.Packages, []string{handlers, cacher}) {
+		t.Errorf("tested packages = %v, want [%s %s]", report.Packages, handlers, cacher)
 	}
-	if len(report.Steps) != 2 || report.Steps[0].Without == nil || report.Steps[1].Without == nil {
-		t.Fatalf("want two steps, each with tests that must fail without it: %+v", report.Steps)
+	// The fork's own cacher tests fail on the pristine fork: verify runs 0003's alone there.
+	if want := map[string]string{cacher: "^TestWatchCacheMutationDetector"}; !maps.Equal(report.Run, want) {
+		t.Errorf("run patterns = %v, want %v", report.Run, want)
+	}
+	if len(report.Steps) != 3 || report.Steps[0].Without == nil || report.Steps[1].Without == nil || report.Steps[2].Without == nil {
+		t.Fatalf("want three steps, each with tests that must fail without it: %+v", report.Steps)
+	}
+	// A package is tested from the patch that first changes its tests on:
+	// the handlers from 0001, the cacher (whose tests do not compile before
+	// 0003) from 0003.
+	for i, want := range [][]string{{handlers}, {handlers}, {handlers, cacher}} {
+		if got := packagesOf(report.Steps[i].With); !slices.Equal(got, want) {
+			t.Errorf("with %s: tested %v, want %v", report.Steps[i].Patch, got, want)
+		}
+	}
+	for i, want := range [][]string{{handlers}, {handlers}, {cacher}} {
+		if got := packagesOf(*report.Steps[i].Without); !slices.Equal(got, want) {
+			t.Errorf("before %s with its tests: tested %v, want %v", report.Steps[i].Patch, got, want)
+		}
 	}
 	// Each patch's tests must fail without it for the reason it fixes, not
 	// merely fail. 0001: the package's own TestCacheableObject dereferences
@@ -68,6 +88,17 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 			t.Errorf("%s without %s: %s did not fail: %v", handlers, report.Steps[1].Patch, test, second.FailedTests)
 		}
 	}
+	// 0003: nothing turns the watch cache's mutation detector on, so a write
+	// into a listed object goes unreported.
+	third := report.Steps[2].Without.Packages[0]
+	for _, test := range []string{
+		"TestWatchCacheMutationDetectorReportsWrite",
+		"TestWatchCacheMutationDetectorQuietWithoutWrite",
+	} {
+		if !slices.Contains(third.FailedTests, test) {
+			t.Errorf("%s without %s: %s did not fail: %v", cacher, report.Steps[2].Patch, test, third.FailedTests)
+		}
+	}
 	if report.Race == noRace {
 		t.Errorf("report.Race = %t with %s=%t", report.Race, envNoRace, noRace)
 	}
@@ -83,6 +114,15 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	if second.Races == 0 && !strings.Contains(second.Fatal, "concurrent map") {
 		t.Errorf("%s without %s: the concurrent requests neither raced nor crashed: %+v", handlers, report.Steps[1].Patch, second)
 	}
+}
+
+// packagesOf lists the import paths an outcome tested.
+func packagesOf(o Outcome) []string {
+	var pkgs []string
+	for _, p := range o.Packages {
+		pkgs = append(pkgs, p.ImportPath)
+	}
+	return pkgs
 }
 
 func TestRunPatterns(t *testing.T) {
