@@ -70,14 +70,23 @@ if [ "$variant" = carried ]; then
 fi
 
 # The kcp server's peak RSS: VmHWM of every process running bin/kcp of this
-# tree, sampled until the run ends.
+# tree, sampled until the run ends. And what the job's pod holds while the
+# tests run: the summed VmRSS of the processes of the run (this tree's
+# binaries, and the test binaries, whose arguments name the work directory),
+# one line per sample.
 peak=$out/kcp-vmhwm
 (
 	while sleep 5; do
+		sum=0
 		for p in /proc/[0-9]*; do
-			[ "$(readlink "$p/exe" 2>/dev/null)" = "$tree/bin/kcp" ] || continue
-			awk -v pid="${p#/proc/}" '/^VmHWM/ {print pid, $2}' "$p/status" 2>/dev/null >>"$peak" || true
+			exe=$(readlink "$p/exe" 2>/dev/null) || continue
+			if [ "$exe" = "$tree/bin/kcp" ]; then
+				awk -v pid="${p#/proc/}" '/^VmHWM/ {print pid, $2}' "$p/status" 2>/dev/null >>"$peak" || true
+			fi
+			case $exe in "$tree/bin/"*) ;; *) tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "$out/work" || continue ;; esac
+			sum=$((sum + $(awk '/^VmRSS/ {print $2}' "$p/status" 2>/dev/null || echo 0)))
 		done
+		echo "$(date +%s) $sum" >>"$out/run-rss"
 	done
 ) &
 sampler=$!
@@ -113,6 +122,8 @@ tests=$(line "Starting test(s)")
 	else
 		echo "kcp server peak RSS (VmHWM): no bin/kcp process seen"
 	fi
+	[ -s "$out/run-rss" ] && sort -k2 -n "$out/run-rss" | tail -n 1 |
+		awk '{printf "peak summed RSS of the servers and test binaries of the run: %.2f GiB\n", $2/1048576}'
 	grep -E 'Maximum resident set size|Elapsed \(wall' "$out/time.txt" | sed 's/^\t*/make: /' || true
 	grep -E '^[0-9]+ (ok|FAIL|---)' "$out/make.log" | cut -d' ' -f2- || true
 	echo "race report files: $(echo "$reports" | grep -c . || true)"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -14,8 +15,10 @@ import (
 
 // exportLong is carry export's help: what it runs, and for how long.
 const exportLong = `Writes to --out the fork's pull request (the series as git format-patch files with
-fork paths, by --author, signed off with --signoff, and PR.md), kcp-dev-kcp/bump-fork-pin.sh (kcp's pin
-bump), and one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order.
+fork paths, by --author, signed off with --signoff, and PR.md), the draft of the issue it leaves open,
+and one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order. kcp's
+texts link the fork's pull request once --fork-pr gives its number, and the pin bump pins the fork
+commit --fork-version names.
 
 Before writing, it applies the series to the pristine fork and checks that it reproduces the overlay
 (seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree, and runs carry verify:
@@ -29,8 +32,10 @@ type ExportOptions struct {
 	commonOptions
 	out, verifyReport               string
 	author, baseBranch, forkVersion string
-	force, noVerify, signoff        bool
-	kcpTrees                        []string
+	// forkPR is --fork-pr as given (forkPRNumber reads it).
+	forkPR                   string
+	force, noVerify, signoff bool
+	kcpTrees                 []string
 }
 
 func NewExportOptions() *ExportOptions { return &ExportOptions{} }
@@ -45,6 +50,7 @@ func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.signoff, "signoff", false, "add the author's Signed-off-by (kcp's DCO) to every patch: only the person submitting may certify it")
 	fs.StringVar(&o.baseBranch, "base-branch", "", "the fork branch the pull request targets: the rebase branch holding the pinned commit, kcp-<kubernetes version> (required; docs/upstream.md)")
 	fs.StringVar(&o.forkVersion, "fork-version", "", "the fork's pseudo-version with the patches merged, for kcp's pin bump (empty until the fork merged them)")
+	fs.StringVar(&o.forkPR, "fork-pr", "", "the number `N` of the fork's pull request, which kcp's texts link as kcp-dev/kubernetes#N (empty until it is opened: they say it comes first)")
 	fs.StringArrayVar(&o.kcpTrees, "kcp-source", nil, "kcp source tree that ROOT/kcp-patches must apply to with git am, checked on a scratch copy (repeatable)")
 }
 
@@ -58,7 +64,20 @@ func (o *ExportOptions) Validate() error {
 	if o.noVerify && o.verifyReport != "" {
 		return errors.New("--verify-report and --no-verify exclude each other")
 	}
-	return nil
+	_, err := o.forkPRNumber()
+	return err
+}
+
+// forkPRNumber is --fork-pr's number, 0 without it.
+func (o *ExportOptions) forkPRNumber() (int, error) {
+	if o.forkPR == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(o.forkPR)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("--fork-pr %q: want the number of the fork's pull request (kcp-dev/kubernetes#N), a positive integer", o.forkPR)
+	}
+	return n, nil
 }
 
 func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
@@ -67,11 +86,16 @@ func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
+		forkPR, err := o.forkPRNumber()
+		if err != nil {
+			return nil, err
+		}
 		return export.Run(ctx, export.Options{
 			Author:       author,
 			Signoff:      o.signoff,
 			BaseBranch:   o.baseBranch,
 			ForkVersion:  o.forkVersion,
+			ForkPR:       forkPR,
 			Carry:        c,
 			OutDir:       o.out,
 			Force:        o.force,
@@ -88,8 +112,8 @@ func writeExportText(w io.Writer, res *export.Result) {
 	for _, p := range res.Patches {
 		fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
 	}
-	fmt.Fprintf(w, "  %s  (the fork's pull request)\n", export.PRFile)
-	fmt.Fprintf(w, "  %s/%s  (kcp's pin bump: %s <kcp tree> <fork version>)\n", export.KCPDir, export.BumpScript, export.BumpScript)
+	fmt.Fprintf(w, "  %s  (the fork's pull request, titled %q)\n", export.PRFile, res.Title)
+	fmt.Fprintf(w, "  %s  (the issue it leaves open, to file)\n", export.IssueFile)
 	for _, pr := range res.KCPPRs {
 		for _, p := range pr.Patches {
 			fmt.Fprintf(w, "  %s  (for kcp-dev/kcp)\n", p.File)

@@ -76,6 +76,10 @@ type Options struct {
 	// ForkVersion is the fork's pseudo-version with these patches merged,
 	// which kcp's pull request pins; empty until the fork merged them.
 	ForkVersion string
+	// ForkPR is the number of the fork's pull request, which kcp's texts
+	// link (kcp-dev/kubernetes#N); 0 until it is opened, and then they say
+	// that it comes first.
+	ForkPR int
 	// Progress receives a line per step; nil discards.
 	Progress io.Writer
 }
@@ -93,10 +97,14 @@ type Result struct {
 	// kcp-dev/kcp in merge order, each written to
 	// --out/kcp-dev-kcp/<n>-<name>/ with its PR.md.
 	KCPPRs []KCPPRResult `json:"kcpPRs,omitempty"`
-	// PR is the path of PR.md (the fork's pull request) and BumpScript of
-	// kcp-dev-kcp/bump-fork-pin.sh.
-	PR         string `json:"pr"`
-	BumpScript string `json:"bumpScript"`
+	// PR is the path of PR.md (the fork's pull request), Title the title it
+	// takes (the fix's subject), and Issue the path of the draft of the issue
+	// it leaves open (IssueFile).
+	PR    string `json:"pr"`
+	Title string `json:"title"`
+	Issue string `json:"issue"`
+	// ForkPR is the fork's pull request the kcp texts link, 0 for none.
+	ForkPR int `json:"forkPR,omitempty"`
 	// Author is who the patches are by; SignedOff says whether they carry
 	// the author's Signed-off-by.
 	Author    string `json:"author"`
@@ -168,6 +176,9 @@ func (o Options) resolve() (Options, error) {
 	}
 	if c.ForkVersion != "" && !module.IsPseudoVersion(c.ForkVersion) {
 		return c, fmt.Errorf("--fork-version %q: want the fork commit's pseudo-version, as in go.mod (v0.0.0-<date>-<commit>)", c.ForkVersion)
+	}
+	if c.ForkPR < 0 {
+		return c, fmt.Errorf("--fork-pr %d: want the number of the fork's pull request (kcp-dev/kubernetes#N), a positive integer", c.ForkPR)
 	}
 	var err error
 	if c.OutDir, err = filepath.Abs(c.OutDir); err != nil {
@@ -283,7 +294,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		ev.report, ev.source = r, "carry verify"
 	}
 
-	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source}
+	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source, ForkPR: o.ForkPR}
 	for _, m := range mods {
 		mr := ModuleResult{Module: m.in.Module, Fork: m.in.Fork, Location: m.loc, Requires: m.requires}
 		for _, e := range all {
@@ -306,27 +317,26 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	for name, text := range texts {
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, ".sh") {
-			mode = 0o755
-		}
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(tmp, name)), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(tmp, name), text, mode); err != nil {
+		if err := os.WriteFile(filepath.Join(tmp, name), text, 0o644); err != nil {
 			return nil, err
 		}
 	}
 	if err := install(tmp, o.OutDir, o.Force); err != nil {
 		return nil, err
 	}
-	res.PR = filepath.Join(o.OutDir, PRFile)
-	res.BumpScript = filepath.Join(o.OutDir, KCPDir, BumpScript)
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s and %s, %d kcp pull requests and %s to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, len(res.KCPPRs), filepath.Join(KCPDir, BumpScript), o.OutDir)
+	res.PR, res.Issue = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, IssueFile)
+	res.Title = res.Patches[len(res.Patches)-1].Subject
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s and %d kcp pull requests to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, IssueFile, len(res.KCPPRs), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)
 		}
+	}
+	if o.ForkPR == 0 {
+		fmt.Fprintf(o.Progress, "carry export: kcp's texts name no fork pull request; once you opened it, export again with --fork-pr\n")
 	}
 	if o.ForkVersion == "" {
 		fmt.Fprintf(o.Progress, "carry export: the pin bump leaves the fork version open; once the fork merged the patches, export again with --fork-version\n")

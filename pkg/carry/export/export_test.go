@@ -268,12 +268,12 @@ func TestExportStagingLayout(t *testing.T) {
 	}
 	testfs.ContainsAll(t, "the generic PR.md", testfs.Read(t, filepath.Join(out, "kcp-dev-kcp/2-a-new-test/PR.md")), "## Summary\n\n`e2e: a new test`\n\nA body.\n")
 	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(out, "kcp-dev-kcp/1-pin-bump/PR.md")),
-		"  "+BumpScript+" . v0.0.0-<date>-<commit>\n",
-		"grep -c aaaaaaaaaaaa go.mod",
-		"The fork fixes it on kcp-1.36.0.",
+		"   BRANCH="+ForkVersionPlaceholder+" ./hack/bump-k8s.sh\n",
+		"   grep -c aaaaaaaaaaaa go.mod go.sum docs/generators/cli-doc/go.mod",
+		"The fork fixes it in a pull request to `kcp-dev/kubernetes`, on kcp-1.36.0. That pull request comes first",
 	)
-	if fi, err := os.Stat(res.BumpScript); err != nil || fi.Mode().Perm() != 0o755 {
-		t.Errorf("%s: %v, %v; want an executable script", res.BumpScript, fi, err)
+	if res.Title != "UPSTREAM: 12345: handlers: change Serve again" || res.Issue != filepath.Join(out, IssueFile) {
+		t.Errorf("title %q, issue %q", res.Title, res.Issue)
 	}
 	reviewChecklist(t, out, res, false)
 
@@ -299,10 +299,52 @@ func TestExportStagingLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(merged, "kcp-dev-kcp/1-pin-bump/PR.md")),
-		"  "+BumpScript+" . v0.0.0-20261201120000-0123456789ab\n",
-		"The fork fixes it on kcp-1.36.0, in v0.0.0-20261201120000-0123456789ab.",
+		"   BRANCH=v0.0.0-20261201120000-0123456789ab ./hack/bump-k8s.sh\n",
+		"on kcp-1.36.0, merged as v0.0.0-20261201120000-0123456789ab. That pull request comes first",
 	)
 	reviewChecklist(t, merged, res, false)
+}
+
+// TestExportKCPTexts exports kcp pull requests shaped like the
+// repository's (testdata/kcp-patches: a pin bump whose first commit fixes
+// kcp's bump script, the label selector fix) with --fork-pr: the pin bump's
+// text lists the script's fix, the bump and the test in that order and links
+// the fork's pull request, the selector fix's names its test's package, the
+// issue draft links the fork's pull request too, and the review checklist
+// passes.
+func TestExportKCPTexts(t *testing.T) {
+	root := stagingFixture(t)
+	if err := os.CopyFS(filepath.Join(root, "kcp-patches"), os.DirFS("testdata/kcp-patches")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true, ForkPR: 1234, ForkVersion: "v0.0.0-20261201120000-0123456789ab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ForkPR != 1234 || len(res.KCPPRs) != 2 || res.KCPPRs[0].Generic || res.KCPPRs[1].Generic {
+		t.Fatalf("result: fork PR %d, kcp pull requests %+v", res.ForkPR, res.KCPPRs)
+	}
+	bump := testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR))
+	testfs.ContainsAll(t, "the pin bump's PR.md", bump,
+		"The fork fixes it in kcp-dev/kubernetes#1234, on kcp-1.36.0, merged as v0.0.0-20261201120000-0123456789ab. That pull request comes first",
+		"\n1. `hack/bump-k8s.sh: move every fork replace of the three go.mod files`: `hack/bump-k8s.sh` rewrote, with `sed`, only the version of the `k8s.io/kubernetes` replace, 1 of the 34 fork replaces in go.mod",
+		"\n1. The bump: the go.mod and go.sum changes the fixed script makes",
+		"   BRANCH=v0.0.0-20261201120000-0123456789ab ./hack/bump-k8s.sh\n",
+		"\n1. `e2e: a new test`: extends `TestBuiltInCrossLogicalClusterListPartialObjectMetadata` (`test/e2e/conformance/new_test.go`)",
+		"make test-e2e WHAT=./test/e2e/conformance/ TEST_ARGS='-run ^TestBuiltInCrossLogicalClusterListPartialObjectMetadata$$'",
+		"`/cherry-pick release-0.32` and `/cherry-pick release-0.33`",
+	)
+	if i, j := strings.Index(bump, "`hack/bump-k8s.sh: move"), strings.Index(bump, "`e2e: a new test`"); i < 0 || j < i {
+		t.Errorf("the script's fix is not the first commit of the pin bump's text:\n%s", bump)
+	}
+	testfs.ContainsAll(t, "the selector fix's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[1].PR)),
+		"- `replication: guard the label selector with a lock` (`pkg/reconciler/cache/clustercachedresources/replication/replication_controller.go`, `pkg/reconciler/cache/clustercachedresources/replication/replication_controller_test.go`)\n",
+		"go test -race -run TestSetLabelSelectorConcurrentWithReconcile ./pkg/reconciler/cache/clustercachedresources/replication/\n",
+		"\n/kind bug\n",
+	)
+	testfs.ContainsAll(t, IssueFile, testfs.Read(t, res.Issue), "(kcp-dev/kubernetes#1234)", "the same versions in every workspace")
+	reviewChecklist(t, out, res, false)
 }
 
 // TestCompareWithOverlayFails is the positive control of the tree
@@ -468,6 +510,7 @@ func TestExportBadInput(t *testing.T) {
 	}
 	check("no author", Options{NoVerify: true, Author: Identity{Name: "", Email: "a@example.com"}}, "no author for the patches: give --author")
 	check("bad fork version", Options{NoVerify: true, ForkVersion: "v1.2.3"}, `--fork-version "v1.2.3": want the fork commit's pseudo-version`)
+	check("bad fork pull request", Options{NoVerify: true, ForkPR: -1}, `--fork-pr -1: want the number of the fork's pull request (kcp-dev/kubernetes#N), a positive integer`)
 	check("verify report and no verify", Options{NoVerify: true, VerifyReport: "x.json"}, "--verify-report and --no-verify exclude each other")
 	check("missing verify report", Options{VerifyReport: filepath.Join(root, "nope.json")}, "--verify-report: open ")
 	if _, err := Run(ctx, Options{Author: submitter, BaseBranch: testBranch, Root: root}); err == nil || !strings.Contains(err.Error(), "--out") {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 )
 
 // KCPDir is the directory of --out that receives kcp-patches/, the
@@ -26,6 +27,15 @@ type KCPPRResult struct {
 	// from the commit messages: no template for this pull request yet.
 	PR      string           `json:"pr"`
 	Generic bool             `json:"generic,omitempty"`
+	Patches []KCPPatchResult `json:"patches"`
+	// Backports are its forms for kcp release branches its patches do not
+	// apply to, each in <Dir>/<branch>/.
+	Backports []KCPBackportResult `json:"backports,omitempty"`
+}
+
+// KCPBackportResult is a kcp pull request's form for a release branch.
+type KCPBackportResult struct {
+	Branch  string           `json:"branch"`
 	Patches []KCPPatchResult `json:"patches"`
 }
 
@@ -54,37 +64,65 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(root, kcppatches.Dir), err)
 	}
+	// The trees each form of each pull request applied to.
+	appliesTo := map[*series.Series][]string{}
 	for _, tree := range trees {
 		scratch, err := os.MkdirTemp("", "carry-export-kcp-")
 		if err != nil {
 			return nil, err
 		}
-		err = kcppatches.ApplyToCopy(ctx, tree, filepath.Join(scratch, "kcp"), prs)
+		forms, err := kcppatches.ApplyToCopyForms(ctx, tree, filepath.Join(scratch, "kcp"), prs)
 		os.RemoveAll(scratch)
 		if err != nil {
 			return nil, err
 		}
-		progress("carry export: %s (%s) applies with git am to %s", kcppatches.Dir, strings.Join(kcppatches.Names(prs), ", "), tree)
+		var names []string
+		for _, form := range forms {
+			appliesTo[form] = append(appliesTo[form], tree)
+			rel, err := filepath.Rel(filepath.Join(root, kcppatches.Dir), form.Dir)
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, filepath.ToSlash(rel))
+		}
+		progress("carry export: %s (%s) applies with git am to %s", kcppatches.Dir, strings.Join(names, ", "), tree)
 	}
 	var out []KCPPRResult
 	for _, pr := range prs {
 		dir := filepath.ToSlash(filepath.Join(KCPDir, pr.Name))
-		if err := os.MkdirAll(filepath.Join(tmp, dir), 0o755); err != nil {
+		r := KCPPRResult{Dir: dir, Name: pr.Name, PR: dir + "/" + PRFile}
+		if r.Patches, err = writeKCPSeries(tmp, dir, pr.Series, appliesTo[pr.Series], who, signoff); err != nil {
 			return nil, err
 		}
-		r := KCPPRResult{Dir: dir, Name: pr.Name, PR: dir + "/" + PRFile}
-		for _, p := range pr.Series.Patches {
-			rel := dir + "/" + p.Name
-			data, err := stampIdentity(p.Data, who, signoff)
+		for _, b := range pr.Backports {
+			patches, err := writeKCPSeries(tmp, dir+"/"+b.Branch, b.Series, appliesTo[b.Series], who, signoff)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", p.Path, err)
-			}
-			if err := os.WriteFile(filepath.Join(tmp, rel), data, 0o644); err != nil {
 				return nil, err
 			}
-			r.Patches = append(r.Patches, KCPPatchResult{File: rel, Subject: p.Header.Title, Files: changedPaths(p.Files), AppliesTo: trees, Body: p.Header.Body})
+			r.Backports = append(r.Backports, KCPBackportResult{Branch: b.Branch, Patches: patches})
 		}
 		out = append(out, r)
+	}
+	return out, nil
+}
+
+// writeKCPSeries writes the patches of s into tmp/dir with who as their
+// author and, with signoff, its Signed-off-by.
+func writeKCPSeries(tmp, dir string, s *series.Series, trees []string, who Identity, signoff bool) ([]KCPPatchResult, error) {
+	if err := os.MkdirAll(filepath.Join(tmp, dir), 0o755); err != nil {
+		return nil, err
+	}
+	var out []KCPPatchResult
+	for _, p := range s.Patches {
+		rel := dir + "/" + p.Name
+		data, err := stampIdentity(p.Data, who, signoff)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Path, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, rel), data, 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, KCPPatchResult{File: rel, Subject: p.Header.Title, Files: changedPaths(p.Files), AppliesTo: trees, Body: p.Header.Body})
 	}
 	return out, nil
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -18,14 +20,25 @@ import (
 // The pull request texts, in kcp's template and short: the fork's (PR.md),
 // and one per kcp pull request (kcp-dev-kcp/<n>-<name>/PR.md), from
 // kcp-pr-<name>.md.tmpl, or, for a pull request without one yet, from its
-// commit messages (generic-kcp-pr.md.tmpl). bump-fork-pin.sh.tmpl is the
-// pin bump the kcp pull request that moves the pin runs.
+// commit messages (generic-kcp-pr.md.tmpl); and the issue the fork's text
+// leaves to itself (IssueFile, from issue-watch-event-cross-talk.md.tmpl).
 //
-//go:embed fork-pr.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl bump-fork-pin.sh.tmpl
+//go:embed fork-pr.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl
 var templates embed.FS
 
-// BumpScript is the pin bump's script in --out/kcp-dev-kcp/.
-const BumpScript = "bump-fork-pin.sh"
+// IssueFile is the draft of the issue the fork's pull request leaves open:
+// custom resources' partial-metadata watch events, which differ between
+// wildcard and single-cluster requests under one cached encoding.
+const IssueFile = "ISSUE-watch-event-cross-talk.md"
+
+// KCPModules are kcp's modules that pin the fork, as kcp's tree lays them
+// out: the root, the CLI docs generator and the virtual workspace framework.
+var KCPModules = []string{".", "docs/generators/cli-doc", "staging/src/github.com/kcp-dev/virtual-workspace-framework"}
+
+// KCPBumpScript is kcp's own pin bump, which moves the fork replaces of
+// KCPModules to the fork commit BRANCH names (a branch or a pseudo-version)
+// once the pin bump's first commit fixed it.
+const KCPBumpScript = "hack/bump-k8s.sh"
 
 // prData is what the templates see.
 type prData struct {
@@ -36,17 +49,26 @@ type prData struct {
 	// pseudo-version's timestamp and commit (20260602065202-e006560fc76a).
 	BaseRev, BaseStamp string
 	ForkVersion        string
-	Patches            []prPatch
+	// ForkPR is the number of the fork's pull request (kcp-dev/kubernetes#N);
+	// 0 until the submitter opened it.
+	ForkPR  int
+	Patches []prPatch
 	// FixTest is the last test file the series adds or changes, the fix's;
 	// "" when none does.
 	FixTest string
 	// Verify is how the fix's tests fail without it, from the verify run
 	// this export ran or quotes; "" when none.
 	Verify string
-	// BumpCommand is the pin bump as the submitter runs it in kcp's tree.
-	BumpCommand string
+	// BumpCommand is the pin bump as the submitter runs it in kcp's tree
+	// (KCPBumpScript with BRANCH the fork version, or a placeholder), and
+	// PinCheck the grep that shows the old commit gone from every go.mod and
+	// go.sum of KCPModules.
+	BumpCommand, PinCheck string
 	// KCP is the kcp pull request being written.
 	KCP *KCPPRResult
+	// RaceSuite is kcp's whole shared e2e suite under the race target, from
+	// race-suite-run.json; nil until that file has figures.
+	RaceSuite *RaceSuiteRun
 }
 
 type prPatch struct {
@@ -68,14 +90,14 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 		return nil, fmt.Errorf("the carry's fork pin %s is not a pseudo-version: the pin bump needs one", pin)
 	}
 	d := prData{
-		Repo: res.Repo, Base: res.Base, BaseBranch: o.BaseBranch, ForkVersion: o.ForkVersion,
+		Repo: res.Repo, Base: res.Base, BaseBranch: o.BaseBranch, ForkVersion: o.ForkVersion, ForkPR: o.ForkPR,
 		BaseRev: stamp[2], BaseStamp: stamp[0],
 	}
-	forkVersion := o.ForkVersion
-	if forkVersion == "" {
-		forkVersion = "v0.0.0-<date>-<commit>"
+	d.BumpCommand, d.PinCheck = pinBump(o.ForkVersion, d.BaseRev)
+	var err error
+	if d.RaceSuite, err = loadRaceSuiteRun(); err != nil {
+		return nil, err
 	}
-	d.BumpCommand = BumpScript + " . " + forkVersion
 	for i, e := range all {
 		var files []string
 		for _, f := range e.res.Files {
@@ -99,8 +121,10 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 		}
 	}
 	texts := prTexts{}
-	var err error
 	if texts[PRFile], err = render("fork-pr.md.tmpl", d); err != nil {
+		return nil, err
+	}
+	if texts[IssueFile], err = render("issue-watch-event-cross-talk.md.tmpl", d); err != nil {
 		return nil, err
 	}
 	for i := range res.KCPPRs {
@@ -114,15 +138,74 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 			return nil, err
 		}
 	}
-	if texts[KCPDir+"/"+BumpScript], err = render("bump-fork-pin.sh.tmpl", d); err != nil {
-		return nil, err
-	}
 	return texts, nil
+}
+
+// ForkVersionPlaceholder stands for the fork version in the pin bump's
+// command until the fork merged the patches (--fork-version).
+const ForkVersionPlaceholder = "v0.0.0-<date>-<commit>"
+
+// pinBump is kcp's pin bump command for forkVersion (the placeholder when
+// empty) and the check that no go.mod or go.sum of KCPModules names the
+// old commit rev any more.
+func pinBump(forkVersion, rev string) (command, check string) {
+	if forkVersion == "" {
+		forkVersion = ForkVersionPlaceholder
+	}
+	var files []string
+	for _, m := range KCPModules {
+		files = append(files, path.Join(m, "go.mod"), path.Join(m, "go.sum"))
+	}
+	return "BRANCH=" + forkVersion + " ./" + KCPBumpScript,
+		"grep -c " + rev + " " + strings.Join(files, " ") + "   # 0 in each"
+}
+
+// Touching are the pull request's patches that change file, in order.
+func (r KCPPRResult) Touching(file string) []KCPPatchResult {
+	var ps []KCPPatchResult
+	for _, p := range r.Patches {
+		if slices.Contains(p.Files, file) {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// NotTouching are the pull request's other patches, in order.
+func (r KCPPRResult) NotTouching(file string) []KCPPatchResult {
+	var ps []KCPPatchResult
+	for _, p := range r.Patches {
+		if !slices.Contains(p.Files, file) {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// TestPackage is the package of the first test file the pull request's
+// patches change, as go test names it (./pkg/informer/); "" if none.
+func (r KCPPRResult) TestPackage() string {
+	for _, p := range r.Patches {
+		for _, f := range p.Files {
+			if strings.HasSuffix(f, "_test.go") {
+				return "./" + path.Dir(f) + "/"
+			}
+		}
+	}
+	return ""
 }
 
 func render(name string, d prData) ([]byte, error) {
 	t, err := template.New(name).Funcs(template.FuncMap{
 		"code": markdown.CodeSpan,
+		// codes is a list of code spans: `a`, `b`.
+		"codes": func(ss []string) string {
+			var spans []string
+			for _, s := range ss {
+				spans = append(spans, markdown.CodeSpan(s))
+			}
+			return strings.Join(spans, ", ")
+		},
 	}).ParseFS(templates, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -1,10 +1,13 @@
 package export
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,22 +22,32 @@ var notForUpstream = []string{"kcp-carry", "carry scrub", "EVIDENCE.md", "pkg: g
 // maxPRLines is how long a pull request text may be: kcp's are short.
 const maxPRLines = 50
 
+// maxSubject is how long a subject may be, the fork's and kcp's: a pull
+// request takes its title from it, and GitHub cuts titles at 80.
+const maxSubject = 79
+
 var (
 	markdownLink     = regexp.MustCompile(`\]\(([^)]*)\)`)
 	releaseNoteBlock = regexp.MustCompile("(?s)```release-note\n(.*?)\n```")
 	// kcp's pull request template: its sections, in order.
 	kcpTemplate = regexp.MustCompile(`(?s)^## Summary\n.*\n## What Type of PR Is This\?\n.*\n## Related Issue\(s\)\n.*\n## Release Notes\n\n` + "```release-note\n")
-	// The kinds a kcp pull request of ours may have.
-	kcpKind = regexp.MustCompile(`\n/kind (bug|cleanup|feature)\n`)
+	// The kinds a kcp pull request of ours may have, of those kcp's template
+	// lists (kind/chore: maintenance such as a CI job).
+	kcpKind = regexp.MustCompile(`\n/kind (bug|chore|cleanup|feature)\n`)
 )
 
 // reviewChecklist checks what the export wrote to out against what a kcp
 // maintainer's review asked of it, so that the next export cannot slide
 // back: no file for upstream names this repository or its reports; the
-// fork's text and the pin bump's stand alone in kcp's template, short, with
-// no relative link; the fork's refers to kcp-dev/kcp#4551 with the release
-// note NONE, kcp's fixes #4551 with a note that names kcp and kubectl only;
-// and with verified false (--no-verify) no text quotes a test run.
+// fork's text and kcp's stand alone in kcp's template, short, with no
+// relative link, and subjects fit a title; the fork's refers to
+// kcp-dev/kcp#4551 with the release note NONE, and the issue it leaves open
+// is drafted beside it; kcp's pin bump fixes #4551 with a note that names
+// kcp and kubectl only, shows kcp's own script and a check of every go.mod
+// and go.sum, links the fork's pull request (or says it comes first) and
+// names the backports as /cherry-pick candidates; every kcp text passes
+// kcpTextProblems and every kcp patch kcpPatchProblems; and with verified
+// false (--no-verify) no text quotes a test run.
 func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	t.Helper()
 	err := filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
@@ -68,6 +81,18 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	if note := releaseNote(t, PRFile, fork); note != "NONE" {
 		t.Errorf("%s: release note %q, want NONE: the fork publishes none", PRFile, note)
 	}
+	if len(res.Title) > maxSubject || res.Title != res.Patches[len(res.Patches)-1].Subject {
+		t.Errorf("the fork's pull request is titled %q: want the fix's subject, at most %d characters", res.Title, maxSubject)
+	}
+	for _, p := range res.Patches {
+		if len(p.Subject) > maxSubject {
+			t.Errorf("%s: subject of %d characters, want at most %d: %q", p.File, len(p.Subject), maxSubject, p.Subject)
+		}
+	}
+	issue := readOut(t, out, IssueFile)
+	for _, p := range issueProblems(issue) {
+		t.Errorf("%s: %s", IssueFile, p)
+	}
 
 	var bump *KCPPRResult
 	for i, pr := range res.KCPPRs {
@@ -82,58 +107,292 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 		t.Errorf("%s: the pin bump's text is the generic one", bump.PR)
 	}
 	kcp := readOut(t, out, bump.PR)
-	checkPRText(t, bump.PR, kcp, verified)
-	if !strings.Contains(kcp, "\nFixes #4551\n") || strings.Contains(kcp, "kcp-dev/kcp#") {
-		t.Errorf("%s: want Fixes #4551, and #4551 rather than kcp-dev/kcp#4551 inside kcp", bump.PR)
+	for _, p := range pinBumpProblems(kcp, res.ForkPR) {
+		t.Errorf("%s: %s", bump.PR, p)
 	}
-	note := releaseNote(t, bump.PR, kcp)
-	if !strings.Contains(note, `"kubectl annotate <resource> <name> kcp.io/original-api-version-"`) {
-		t.Errorf("%s: the release note does not give the kubectl remedy:\n%s", bump.PR, note)
+	// The repository's pin bump fixes kcp's script first: the text's first
+	// commit, without which the script moves 1 replace of 34.
+	if theCarry(t, res, bump.Name) && len(bump.Touching(KCPBumpScript)) == 0 {
+		t.Errorf("kcp-patches/%s has no patch that changes %s: its text's first commit fixes that script", bump.Name, KCPBumpScript)
 	}
-	// Every command it quotes is kubectl's, and it names no other tool.
-	for _, q := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(note, -1) {
-		if strings.Contains(q[1], " ") && !strings.HasPrefix(q[1], "kubectl ") && !strings.HasPrefix(q[1], "concurrent map") {
-			t.Errorf("%s: the release note quotes %q, which is not kubectl", bump.PR, q[1])
-		}
-	}
-	if strings.Contains(strings.ToLower(note), "carry") {
-		t.Errorf("%s: the release note names a tool kcp does not ship:\n%s", bump.PR, note)
-	}
-	bumpCommand := BumpScript + " . v0.0.0-<date>-<commit>"
-	if res.BumpScript == "" {
-		t.Errorf("no %s", BumpScript)
-	}
-	if !strings.Contains(kcp, bumpCommand) && !regexp.MustCompile(regexp.QuoteMeta(BumpScript)+` \. v0\.0\.0-[0-9]{14}-[0-9a-f]{12}\n`).MatchString(kcp) {
-		t.Errorf("%s does not show the pin bump's command", bump.PR)
-	}
-	// Every other kcp pull request: its own text in kcp's template, a kind,
-	// a release note or NONE, and no note naming a tool kcp does not ship.
+	// Every kcp pull request: its own text in kcp's template, a kind, a
+	// release note or NONE, no note naming a tool kcp does not ship, and
+	// what kcpTextProblems and kcpPatchProblems look for.
 	for _, pr := range res.KCPPRs {
+		for _, p := range pr.Patches {
+			if len(p.Subject) > maxSubject {
+				t.Errorf("%s: subject of %d characters, want at most %d: %q", p.File, len(p.Subject), maxSubject, p.Subject)
+			}
+			for _, problem := range kcpPatchProblems(readOut(t, out, p.File)) {
+				t.Errorf("%s: %s", p.File, problem)
+			}
+		}
 		text := readOut(t, out, pr.PR)
 		if pr.Generic {
 			if !strings.HasPrefix(text, "<!-- Written from the commit messages") {
 				t.Errorf("%s: a generic text must say so first:\n%s", pr.PR, text)
 			}
-			if inRepository(t, pr.Name) {
+			if theCarry(t, res, pr.Name) {
 				t.Errorf("%s: kcp-patches/%s has no pull request text (kcp-pr-<name>.md.tmpl)", pr.PR, pr.Name)
 			}
 			continue
 		}
 		checkPRText(t, pr.PR, text, verified)
 		if !kcpKind.MatchString(text) {
-			t.Errorf("%s: want /kind bug, cleanup or feature", pr.PR)
+			t.Errorf("%s: want /kind bug, chore, cleanup or feature", pr.PR)
 		}
 		note := releaseNote(t, pr.PR, text)
 		if note == "" || strings.Contains(strings.ToLower(note), "carry") {
 			t.Errorf("%s: release note %q: want NONE or a note about kcp", pr.PR, note)
 		}
+		for _, p := range kcpTextProblems(text) {
+			t.Errorf("%s: %s", pr.PR, p)
+		}
 	}
 }
 
-// inRepository says whether name is one of the repository's own
-// kcp-patches/ pull requests (the synthetic tests' are not).
-func inRepository(t *testing.T, name string) bool {
+// pinBumpProblems is what the review asked of the pin bump's text: it fixes
+// #4551, its release note gives the kubectl remedy and names no other tool,
+// it bumps with kcp's own script and checks every go.mod and go.sum, it
+// links the fork's pull request forkPR (or, with 0, says that the fork's
+// pull request comes first), and it names the backports as /cherry-pick
+// candidates.
+func pinBumpProblems(text string, forkPR int) []string {
+	var problems []string
+	if !strings.Contains(text, "\nFixes #4551\n") || strings.Contains(text, "kcp-dev/kcp#") {
+		problems = append(problems, "want Fixes #4551, and #4551 rather than kcp-dev/kcp#4551 inside kcp")
+	}
+	note := ""
+	if m := releaseNoteBlock.FindStringSubmatch(text); m != nil {
+		note = m[1]
+	}
+	if !strings.Contains(note, `"kubectl annotate <resource> <name> kcp.io/original-api-version-"`) {
+		problems = append(problems, "the release note does not give the kubectl remedy:\n"+note)
+	}
+	// Every command it quotes is kubectl's, and it names no other tool.
+	for _, q := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(note, -1) {
+		if strings.Contains(q[1], " ") && !strings.HasPrefix(q[1], "kubectl ") && !strings.HasPrefix(q[1], "concurrent map") {
+			problems = append(problems, fmt.Sprintf("the release note quotes %q, which is not kubectl", q[1]))
+		}
+	}
+	if strings.Contains(strings.ToLower(note), "carry") {
+		problems = append(problems, "the release note names a tool kcp does not ship:\n"+note)
+	}
+	bump := regexp.MustCompile(`(?m)^\s*BRANCH=(` + regexp.QuoteMeta(ForkVersionPlaceholder) + `|v0\.0\.0-[0-9]{14}-[0-9a-f]{12}) \./` + regexp.QuoteMeta(KCPBumpScript) + `\n`)
+	if !bump.MatchString(text) {
+		problems = append(problems, "does not bump with kcp's own script: want BRANCH=<the fork's pseudo-version> ./"+KCPBumpScript)
+	}
+	var checked bool
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, "grep -c ") || !strings.Contains(line, "# 0 in each") {
+			continue
+		}
+		checked = true
+		for _, m := range KCPModules {
+			for _, f := range []string{"go.mod", "go.sum"} {
+				if name := path.Join(m, f); !slices.Contains(strings.Fields(line), name) {
+					problems = append(problems, fmt.Sprintf("the pin check does not grep %s: %s", name, strings.TrimSpace(line)))
+				}
+			}
+		}
+	}
+	if !checked {
+		problems = append(problems, "no pin check (grep -c <old commit> ... # 0 in each)")
+	}
+	if forkPR > 0 {
+		if ref := fmt.Sprintf("kcp-dev/kubernetes#%d", forkPR); !strings.Contains(text, ref) {
+			problems = append(problems, "does not link the fork's pull request "+ref)
+		}
+	} else if !strings.Contains(text, "That pull request comes first") {
+		problems = append(problems, "without the fork's pull request number, it must say that pull request comes first")
+	}
+	for _, branch := range []string{"release-0.32", "release-0.33"} {
+		if !strings.Contains(text, "`/cherry-pick "+branch+"`") {
+			problems = append(problems, "does not name /cherry-pick "+branch+" as a candidate")
+		}
+	}
+	return problems
+}
+
+// kcpHackScripts are the scripts kcp keeps in hack/ (kcp main of 2026-08-07,
+// dac74f5955f1: `ls hack/*.sh`): the only scripts a kcp text may name, as
+// hack/<name> or ./hack/<name>.
+var kcpHackScripts = []string{
+	"build-image-docker.sh", "build-image.sh", "bump-k8s.sh", "download-e2e-logs.sh", "etcd-list-poisoned-keys.sh",
+	"gen-patch-defaultrestmapper.sh", "run-with-prometheus.sh", "run-with-prow.sh", "uget.sh",
+	"update-codegen-clients.sh", "update-codegen-crds.sh", "update-go-modules.sh", "validate-k8s.sh",
+	"verify-apiresourceschemas.sh", "verify-codegen-clients.sh", "verify-contextual-logging.sh",
+	"verify-go-modules.sh", "verify-go-versions.sh", "verify-imports.sh",
+}
+
+var (
+	shellScript = regexp.MustCompile(`[\w./-]*\.sh\b`)
+	kcpScript   = regexp.MustCompile(`^(\./)?hack/([\w.-]+\.sh)$`)
+	// makeCommand finds make in a command line: at its start, or after a
+	// space, ;, &, | or (.
+	makeCommand = regexp.MustCompile(`(?:^|[\s;&|(])make\s`)
+	// goraceCredit is what a sentence claims when it credits GORACE's
+	// halt_on_error=0, its default, with keeping a process running.
+	// commitRev is a commit as a pin check greps for it.
+	commitRev    = regexp.MustCompile(`^[0-9a-f]{12}$`)
+	goraceCredit = regexp.MustCompile(`(?i)\b(keeps?|kept|never stops?|stays? up|so that|does not stop|doesn't stop|survives?)\b`)
+)
+
+// kcpTextProblems is what every kcp text must not do: name a script kcp
+// does not have in its hack/ (bump-fork-pin.sh was ours); check a pin in
+// go.mod without its go.sum; pass make a literal $ that make would expand
+// (makeDollarProblems); credit GORACE's default halt_on_error=0 with
+// keeping kcp up.
+func kcpTextProblems(text string) []string {
+	var problems []string
+	for _, s := range shellScript.FindAllString(text, -1) {
+		if m := kcpScript.FindStringSubmatch(s); m == nil || !slices.Contains(kcpHackScripts, m[2]) {
+			problems = append(problems, fmt.Sprintf("names the script %s, which kcp does not have in hack/: a kcp text names kcp's own scripts only", s))
+		}
+	}
+	for _, c := range commands(text) {
+		fields := strings.Fields(c)
+		if !slices.Contains(fields, "grep") || !slices.ContainsFunc(fields, commitRev.MatchString) {
+			continue // not a check that a commit is gone
+		}
+		for _, f := range fields {
+			if strings.HasSuffix(f, "go.mod") && !slices.Contains(fields, strings.TrimSuffix(f, "go.mod")+"go.sum") {
+				problems = append(problems, fmt.Sprintf("checks the pin in %s but not in its go.sum, which go mod tidy rewrites too: %s", f, strings.TrimSpace(c)))
+			}
+		}
+	}
+	problems = append(problems, makeDollarProblems(text)...)
+	for _, sentence := range regexp.MustCompile(`\.\s|\n`).Split(text, -1) {
+		if strings.Contains(sentence, "halt_on_error") && goraceCredit.MatchString(sentence) {
+			problems = append(problems, fmt.Sprintf("credits halt_on_error=0, GORACE's default, with keeping a process up (log_path sends the reports to files; the target decides by them): %q", strings.TrimSpace(sentence)))
+		}
+	}
+	return problems
+}
+
+// makeDollarProblems finds the commands a text passes to make (lines of its
+// code blocks, its code spans) in which a $ reaches make as it is: make
+// expands it, so a literal $ must be written $$. A $ that the shell expands
+// first ("${sel[@]}", $(pwd) outside single quotes) is the shell's.
+func makeDollarProblems(text string) []string {
+	var problems []string
+	for _, c := range commands(text) {
+		loc := makeCommand.FindStringIndex(c)
+		if loc == nil {
+			continue
+		}
+		if literalDollar(c[loc[0]:]) {
+			problems = append(problems, fmt.Sprintf("passes make a literal $, which make expands: write $$ (%s)", strings.TrimSpace(c)))
+		}
+	}
+	return problems
+}
+
+// commands are what a markdown text gives to run: the lines of its code
+// blocks and its code spans.
+func commands(text string) []string {
+	var cmds []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			cmds = append(cmds, line)
+			continue
+		}
+		spans := strings.Split(line, "`")
+		for i := 1; i < len(spans); i += 2 {
+			cmds = append(cmds, spans[i])
+		}
+	}
+	return cmds
+}
+
+// literalDollar says whether the shell command line cmd hands its command a
+// single $ as it is: in single quotes, or before anything the shell does
+// not expand. A comment ends the line.
+func literalDollar(cmd string) bool {
+	var quote byte
+	for i := 0; i < len(cmd); i++ {
+		switch c := cmd[i]; {
+		case quote == 0 && (c == '\'' || c == '"'):
+			quote = c
+		case c == quote:
+			quote = 0
+		case quote == 0 && c == '#' && (i == 0 || cmd[i-1] == ' '):
+			return false
+		case c == '$' && i+1 < len(cmd) && cmd[i+1] == '$':
+			i++
+		case c == '$' && quote == '\'':
+			return true
+		case c == '$':
+			if i+1 == len(cmd) || !strings.ContainsRune("({_@*#?!-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", rune(cmd[i+1])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// kcpPatchProblems is what a kcp patch must not add: the string
+// "kcp.io/original-api-version" in Go, where kcp has the fork's constant
+// (handlers.KCPOriginalAPIVersionAnnotation, k8s.io/apiserver/pkg/endpoints/handlers),
+// and findstring testing for a flag in a Makefile, which matches any flag
+// that contains it (-race in -racey): $(filter ...) matches words.
+func kcpPatchProblems(patch string) []string {
+	var problems []string
+	file := ""
+	for _, line := range strings.Split(patch, "\n") {
+		if rest, ok := strings.CutPrefix(line, "diff --git a/"); ok {
+			if _, b, ok := strings.Cut(rest, " b/"); ok {
+				file = b
+			}
+			continue
+		}
+		if !strings.HasPrefix(line, "+") || strings.HasPrefix(line, "+++ ") {
+			continue
+		}
+		switch base := path.Base(file); {
+		case strings.HasSuffix(file, ".go") && strings.Contains(line, `"kcp.io/original-api-version"`):
+			problems = append(problems, fmt.Sprintf(`%s adds the string "kcp.io/original-api-version": use handlers.KCPOriginalAPIVersionAnnotation (k8s.io/apiserver/pkg/endpoints/handlers), as kcp does: %s`, file, strings.TrimSpace(line[1:])))
+		case (base == "Makefile" || strings.HasSuffix(base, ".mk")) && strings.Contains(line, "$(findstring "):
+			problems = append(problems, fmt.Sprintf("%s tests for a flag with findstring, which matches any word containing it: use $(filter ...): %s", file, strings.TrimSpace(line[1:])))
+		}
+	}
+	return problems
+}
+
+// issueProblems is what the issue draft beside the fork's text must be: in
+// kcp's bug report's sections, short, with no header comment and no relative
+// link.
+func issueProblems(text string) []string {
+	var problems []string
+	if !regexp.MustCompile(`(?s)^Title: .*\n### Describe the bug\n.*\n### Steps To Reproduce\n.*\n### Expected Behaviour\n.*\n### Additional Context\n`).MatchString(text) {
+		problems = append(problems, "want a title and kcp's bug report sections (Describe the bug, Steps To Reproduce, Expected Behaviour, Additional Context)")
+	}
+	if strings.Contains(text, "<!--") {
+		problems = append(problems, "has an HTML comment")
+	}
+	if n := strings.Count(text, "\n"); n > maxPRLines {
+		problems = append(problems, fmt.Sprintf("has %d lines, want at most %d", n, maxPRLines))
+	}
+	for _, m := range markdownLink.FindAllStringSubmatch(text, -1) {
+		if !strings.HasPrefix(m[1], "https://") {
+			problems = append(problems, fmt.Sprintf("links %q: no relative links", m[1]))
+		}
+	}
+	return problems
+}
+
+// theCarry says whether res exports this repository's carry and name is
+// one of its kcp-patches/ pull requests (the synthetic tests' are not).
+func theCarry(t *testing.T, res *Result, name string) bool {
 	t.Helper()
+	if res.Repo != "github.com/kcp-dev/kubernetes" {
+		return false
+	}
 	_, err := os.Stat(filepath.Join(testfs.RepoRoot(t), "kcp-patches", name))
 	return err == nil
 }

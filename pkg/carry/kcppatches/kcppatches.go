@@ -173,15 +173,22 @@ var committer = gitexec.Ident{Name: "carry", Email: "carry@localhost", Date: "@0
 // form does not apply is applied in the first of its backport forms that
 // does. An error names the patch and the tree.
 func ApplyToCopy(ctx context.Context, src, dst string, prs []*PR) error {
+	_, err := ApplyToCopyForms(ctx, src, dst, prs)
+	return err
+}
+
+// ApplyToCopyForms is ApplyToCopy, and returns the form of each pull request
+// it applied, in the order of prs.
+func ApplyToCopyForms(ctx context.Context, src, dst string, prs []*PR) ([]*series.Series, error) {
 	src, err := filepath.Abs(src)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.RemoveAll(dst); err != nil {
-		return err
+		return nil, err
 	}
 	if err := copyTree(src, dst); err != nil {
-		return fmt.Errorf("copying kcp tree %s to %s: %w", src, dst, err)
+		return nil, fmt.Errorf("copying kcp tree %s to %s: %w", src, dst, err)
 	}
 	repo := gitexec.Repo{Dir: dst, Env: committer.Env()}
 	for _, args := range [][]string{
@@ -190,37 +197,41 @@ func ApplyToCopy(ctx context.Context, src, dst string, prs []*PR) error {
 		{"commit", "-q", "--allow-empty", "-m", "kcp tree from " + src},
 	} {
 		if _, err := repo.Run(ctx, args...); err != nil {
-			return fmt.Errorf("committing the copy of kcp tree %s: %w", src, err)
+			return nil, fmt.Errorf("committing the copy of kcp tree %s: %w", src, err)
 		}
 	}
+	var forms []*series.Series
 	for _, pr := range prs {
-		if err := applyPR(ctx, repo, pr, src); err != nil {
-			return err
+		form, err := applyPR(ctx, repo, pr, src)
+		if err != nil {
+			return nil, err
 		}
+		forms = append(forms, form)
 	}
-	return nil
+	return forms, nil
 }
 
 // applyPR applies the first form of pr that applies to the copy of the kcp
-// tree src, and leaves the repository as it was when none does.
-func applyPR(ctx context.Context, repo gitexec.Repo, pr *PR, src string) error {
+// tree src, and returns it; it leaves the repository as it was when none
+// does.
+func applyPR(ctx context.Context, repo gitexec.Repo, pr *PR, src string) (*series.Series, error) {
 	head, err := repo.Run(ctx, "rev-parse", "HEAD")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var errs []error
 	for _, form := range pr.Forms() {
 		err := amSeries(ctx, repo, form, src)
 		if err == nil {
-			return nil
+			return form, nil
 		}
 		errs = append(errs, err)
 		_, _ = repo.Run(ctx, "am", "--abort")
 		if _, err := repo.Run(ctx, "reset", "-q", "--hard", strings.TrimSpace(string(head))); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return errors.Join(errs...)
+	return nil, errors.Join(errs...)
 }
 
 // amSeries commits the patches of s with git am, one commit each.

@@ -1,0 +1,108 @@
+package export
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// RaceSuiteFile holds the figures of kcp's whole shared e2e suite under the
+// race target (make test-e2e-shared-minimal-race with no WHAT), which the
+// race target's pull request quotes in a paragraph of its own. Every field
+// empty (as committed until the suite was measured) writes no paragraph;
+// every figure is one measured, never one estimated.
+const RaceSuiteFile = "race-suite-run.json"
+
+//go:embed race-suite-run.json
+var raceSuiteJSON []byte
+
+// RaceSuiteRun is one run of kcp's whole shared e2e suite under the race
+// target. Durations and sizes are written as the text shows them ("47 min",
+// "9.1 GiB").
+type RaceSuiteRun struct {
+	// KCP is the tree that ran, as a reader can check it out ("kcp main at
+	// dac74f5955f1 with the four pull requests"); Machine what it ran on
+	// ("4 cores, 16 GiB").
+	KCP     string `json:"kcp"`
+	Machine string `json:"machine"`
+	// Result is what the target ended with ("passed, no race report").
+	Result string `json:"result"`
+	// Wall is the target's wall time; WallWithoutRace that of
+	// make test-e2e-shared-minimal on the same tree, if measured.
+	Wall            string `json:"wall"`
+	WallWithoutRace string `json:"wallWithoutRace"`
+	// PeakRSS is kcp's peak resident memory under the target, and
+	// PeakRSSWithoutRace without -race, if measured; PeakRSSCommand how
+	// it was read (the command a reader runs to see it).
+	PeakRSS            string `json:"peakRSS"`
+	PeakRSSWithoutRace string `json:"peakRSSWithoutRace"`
+	PeakRSSCommand     string `json:"peakRSSCommand"`
+	// Packages are the e2e packages' times, as go test reports them.
+	Packages []RaceSuitePackage `json:"packages"`
+}
+
+// RaceSuitePackage is one e2e package's time under the target and, if
+// measured, without -race.
+type RaceSuitePackage struct {
+	Package     string `json:"package"`
+	Race        string `json:"race"`
+	WithoutRace string `json:"withoutRace"`
+}
+
+func loadRaceSuiteRun() (*RaceSuiteRun, error) {
+	r, err := parseRaceSuiteRun(raceSuiteJSON)
+	if err != nil {
+		return nil, fmt.Errorf("pkg/carry/export/%s: %w", RaceSuiteFile, err)
+	}
+	return r, nil
+}
+
+// parseRaceSuiteRun reads a RaceSuiteFile: nil when every field is empty,
+// an error naming what is missing when only some are set.
+func parseRaceSuiteRun(data []byte) (*RaceSuiteRun, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r RaceSuiteRun
+	if err := dec.Decode(&r); err != nil {
+		return nil, err
+	}
+	if r.KCP == "" && r.Machine == "" && r.Result == "" && r.Wall == "" && r.WallWithoutRace == "" &&
+		r.PeakRSS == "" && r.PeakRSSWithoutRace == "" && r.PeakRSSCommand == "" && len(r.Packages) == 0 {
+		return nil, nil
+	}
+	var missing []string
+	for _, f := range []struct{ name, value string }{
+		{"kcp", r.KCP}, {"machine", r.Machine}, {"result", r.Result}, {"wall", r.Wall},
+		{"peakRSS", r.PeakRSS}, {"peakRSSCommand", r.PeakRSSCommand},
+	} {
+		if f.value == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(r.Packages) == 0 {
+		missing = append(missing, "packages")
+	}
+	withoutRace := 0
+	for i, p := range r.Packages {
+		if p.Package == "" || p.Race == "" {
+			missing = append(missing, fmt.Sprintf("packages[%d].package and .race", i))
+		}
+		if p.WithoutRace != "" {
+			withoutRace++
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("some figures of the whole suite's run are set, but not %s: give all or none", strings.Join(missing, ", "))
+	}
+	if withoutRace != 0 && withoutRace != len(r.Packages) {
+		return nil, fmt.Errorf("%d of %d packages have a time without -race: give it for every package or none", withoutRace, len(r.Packages))
+	}
+	return &r, nil
+}
+
+// WithoutRace says whether the packages have times without -race.
+func (r *RaceSuiteRun) WithoutRace() bool {
+	return len(r.Packages) > 0 && r.Packages[0].WithoutRace != ""
+}

@@ -1,0 +1,160 @@
+package export
+
+import (
+	"archive/zip"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
+	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
+)
+
+// complains fails the test unless problems has one that contains each of
+// wants, and no more than len(wants).
+func complains(t *testing.T, what string, problems []string, wants ...string) {
+	t.Helper()
+	all := strings.Join(problems, "\n")
+	for _, w := range wants {
+		if !strings.Contains(all, w) {
+			t.Errorf("%s: no complaint containing %q; got:\n%s", what, w, all)
+		}
+	}
+	if len(problems) > len(wants) {
+		t.Errorf("%s: %d complaints, want %d:\n%s", what, len(problems), len(wants), all)
+	}
+}
+
+// Each check of kcpTextProblems complains about a text that does what the
+// review refused, and lets the corrected text pass.
+func TestKCPTextChecks(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		wants      []string
+	}{
+		{
+			"our own script",
+			"```sh\n/tmp/pr/kcp-dev-kcp/bump-fork-pin.sh . v0.0.0-<date>-<commit>\n```\nand `hack/kcp-race-target.sh`, `hack/nope.sh`\n",
+			[]string{"the script /tmp/pr/kcp-dev-kcp/bump-fork-pin.sh,", "the script hack/kcp-race-target.sh,", "the script hack/nope.sh,"},
+		},
+		{"kcp's own scripts", "```sh\nBRANCH=v0.0.0-<date>-<commit> ./hack/bump-k8s.sh\n```\nand `hack/run-with-prow.sh`\n", nil},
+		{
+			"a pin check of go.mod only",
+			"```sh\ngrep -c e006560fc76a go.mod docs/generators/cli-doc/go.mod   # 0 in each\n```\n",
+			[]string{"checks the pin in go.mod but not", "checks the pin in docs/generators/cli-doc/go.mod but not"},
+		},
+		{"a pin check of go.mod and go.sum", "```sh\ngrep -c e006560fc76a go.mod go.sum   # 0 in each\n```\n", nil},
+		{"a count of go.mod's replaces", "1 of the 34 (`grep -c '=> github.com/kcp-dev/kubernetes' go.mod`)\n", nil},
+		{
+			"a $ make eats",
+			"```sh\nmake test-e2e WHAT=./test/e2e/conformance TEST_ARGS='-run ^TestX$'\n```\n" +
+				"or `make test-e2e TEST_ARGS=\"-run ^TestX$\"`, or `cd kcp && make test TEST_ARGS='-run ^$(X)'`\n",
+			[]string{"TEST_ARGS='-run ^TestX$'", `TEST_ARGS="-run ^TestX$"`, "^$(X)"},
+		},
+		{
+			"$$, the shell's $ and a $ make never sees",
+			"```sh\nmake test-e2e TEST_ARGS='-run ^TestX$$'\nmake test-e2e-shared-minimal-race \"${sel[@]}\" WORK_DIR=$PWD   # a comment's $\n" +
+				"go test -run '^TestX$' ./pkg/\n```\nwhen `$(filter -race,$(BUILDFLAGS))` finds it\n",
+			nil,
+		},
+		{
+			"GORACE's default credited",
+			"run with `GORACE='halt_on_error=0 log_path=...'`, so that a report never stops kcp. halt_on_error=0 keeps kcp up\n",
+			[]string{"credits halt_on_error=0", "halt_on_error=0 keeps kcp up"},
+		},
+		{"GORACE's log_path", "GORACE's `log_path` sends each process's race reports to a file; halt_on_error=0 is GORACE's default.\n", nil},
+	} {
+		complains(t, c.name, kcpTextProblems(c.text), c.wants...)
+	}
+}
+
+// kcpPatchProblems complains about the annotation's string added in Go and
+// about findstring added in a Makefile, and about nothing else.
+func TestKCPPatchChecks(t *testing.T) {
+	patch := "Subject: [PATCH] e2e: x\n---\n" +
+		"diff --git a/test/e2e/x_test.go b/test/e2e/x_test.go\n--- a/test/e2e/x_test.go\n+++ b/test/e2e/x_test.go\n@@ -1,3 +1,4 @@\n" +
+		" \tconst old = \"kcp.io/original-api-version\"\n+\tconst annotation = \"kcp.io/original-api-version\"\n+\tv := obj.GetAnnotations()[handlers.KCPOriginalAPIVersionAnnotation]\n" +
+		"diff --git a/docs/x.md b/docs/x.md\n--- a/docs/x.md\n+++ b/docs/x.md\n@@ -1 +1,2 @@\n+The key is \"kcp.io/original-api-version\".\n" +
+		"diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n@@ -1,2 +1,4 @@\n" +
+		" X = $(findstring a,$(B))\n+BUILD_CGO_ENABLED = $(if $(findstring -race,$(BUILDFLAGS)),1,0)\n+OK = $(if $(filter -race,$(BUILDFLAGS)),1,0)\n"
+	complains(t, "patch", kcpPatchProblems(patch),
+		`test/e2e/x_test.go adds the string "kcp.io/original-api-version": use handlers.KCPOriginalAPIVersionAnnotation`,
+		"Makefile tests for a flag with findstring",
+	)
+}
+
+// pinBumpProblems complains about the pin bump's text as it was before the
+// review: our own script, a check of go.mod only, no fork pull request, the
+// backports without /cherry-pick.
+func TestPinBumpChecks(t *testing.T) {
+	old := "## Summary\n\nThe fork fixes it on kcp-1.36.0.\n\n" +
+		"  ```sh\n  bump-fork-pin.sh . v0.0.0-<date>-<commit>\n" +
+		"  grep -c e006560fc76a go.mod docs/generators/cli-doc/go.mod staging/src/github.com/kcp-dev/virtual-workspace-framework/go.mod   # 0 in each\n  ```\n\n" +
+		"Backport: `release-0.32` and `release-0.33` carry the bug too, for the maintainers to decide.\n\n" +
+		"## Related Issue(s)\n\nFixes #4551\n\n## Release Notes\n\n```release-note\nFixed. Remove it with \"kubectl annotate <resource> <name> kcp.io/original-api-version-\".\n```\n"
+	complains(t, "the old pin bump", pinBumpProblems(old, 0),
+		"does not bump with kcp's own script",
+		"does not grep go.sum", "does not grep docs/generators/cli-doc/go.sum", "does not grep staging/src/github.com/kcp-dev/virtual-workspace-framework/go.sum",
+		"it must say that pull request comes first",
+		"/cherry-pick release-0.32", "/cherry-pick release-0.33",
+	)
+	complains(t, "the old pin bump, to be linked", pinBumpProblems(old, 77), "kcp-dev/kubernetes#77",
+		"does not bump", "go.sum", "cli-doc/go.sum", "framework/go.sum", "release-0.32", "release-0.33")
+	complains(t, "the old pin bump's script and check", kcpTextProblems(old),
+		"names the script bump-fork-pin.sh,", "checks the pin in go.mod but not", "checks the pin in docs/generators/cli-doc/go.mod but not",
+		"checks the pin in staging/src/github.com/kcp-dev/virtual-workspace-framework/go.mod but not")
+}
+
+func TestIssueChecks(t *testing.T) {
+	complains(t, "issue", issueProblems("<!-- draft -->\n# Cross-talk\n\nSee [the audit](docs/read-path-audit.md).\n"),
+		"kcp's bug report sections", "HTML comment", `links "docs/read-path-audit.md"`)
+}
+
+// The fork's k8s.io/apiserver at the carry's pin defines the constant the
+// patch check points kcp's patches to.
+func TestForkHasTheAnnotationConstant(t *testing.T) {
+	root, err := reporoot.Find(".")
+	if err != nil {
+		t.Skipf("not in the kcp-carry repository: %v", err)
+	}
+	c, err := carryset.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range c.Modules {
+		if in.Module != "k8s.io/apiserver" {
+			continue
+		}
+		d, err := modcache.FetchVerified(context.Background(), root, in.Fork, in.ZipHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := zip.OpenReader(d.Zip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer z.Close()
+		for _, f := range z.File {
+			if !strings.HasSuffix(f.Name, "/pkg/endpoints/handlers/response_kcp.go") {
+				continue
+			}
+			r, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(src), "\nconst KCPOriginalAPIVersionAnnotation = \"kcp.io/original-api-version\"\n") {
+				t.Errorf("%s: no KCPOriginalAPIVersionAnnotation constant for kcp.io/original-api-version", f.Name)
+			}
+			return
+		}
+		t.Fatalf("%s: no pkg/endpoints/handlers/response_kcp.go", d.Zip)
+	}
+	t.Fatal("the carry has no k8s.io/apiserver")
+}
