@@ -62,6 +62,11 @@ func TestExportTheCarry(t *testing.T) {
 	for _, p := range res.Patches {
 		written = append(written, filepath.Join(out, p.File))
 	}
+	for _, pr := range res.ForkPRs {
+		for _, p := range pr.Patches {
+			written = append(written, filepath.Join(out, p.File))
+		}
+	}
 	for _, pr := range res.KCPPRs {
 		for _, p := range pr.Patches {
 			written = append(written, filepath.Join(out, p.File))
@@ -89,11 +94,11 @@ func TestExportTheCarry(t *testing.T) {
 	}
 
 	reviewChecklist(t, out, res, false)
-	// The fork's commits are the series' two: the first changes one line of
-	// an upstream file, response_test.go, which the text explains; the fix
-	// changes none.
+	// The fix's pull request is the series' first two commits: the first
+	// changes one line of an upstream file, response_test.go, which the
+	// text explains; the fix changes none.
 	if len(res.Patches) != 2 {
-		t.Fatalf("patches = %+v", res.Patches)
+		t.Fatalf("the fix's patches = %+v", res.Patches)
 	}
 	if got := strings.Join(res.Patches[1].Files, " "); strings.Contains(got, "response.go") || strings.Contains(got, "response_test.go") {
 		t.Errorf("the fix changes upstream files: %s", got)
@@ -129,7 +134,25 @@ func TestExportTheCarry(t *testing.T) {
 		t.Errorf("no backport form exported; kcp-patches/3-clustercachedresource-selector-race has release-0.32/")
 	}
 
-	compareWithOverlay(t, root, out, dirs)
+	// The detector is the fork's pull request of its own, after the fix's:
+	// one patch, in the watch cache and its tests.
+	if len(res.ForkPRs) != 1 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 1 {
+		t.Fatalf("later fork pull requests = %+v, want the detector's, one patch", res.ForkPRs)
+	}
+	detector := res.ForkPRs[0]
+	for _, f := range detector.Patches[0].Files {
+		if !strings.HasPrefix(f, "staging/src/k8s.io/apiserver/pkg/storage/cacher/") {
+			t.Errorf("the detector's patch changes %s, outside the cacher", f)
+		}
+	}
+	testfs.ContainsAll(t, detector.PR, testfs.Read(t, filepath.Join(out, detector.PR)),
+		"KUBE_CACHE_MUTATION_DETECTOR=1",
+		"`pull-kcp-test-integration`",
+		"Merge this after the pull request of `"+res.Title+"`",
+		"cd staging/src/k8s.io/apiserver && go test -race -run TestWatchCacheMutationDetector ./pkg/storage/cacher/",
+	)
+
+	compareWithOverlay(t, root, out, res, dirs)
 }
 
 // projectAddress is the e-mail of the repository's own commits at root, ""

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
 )
 
 const forkVersion = "v0.0.0-20260101000000-aaaaaaaaaaaa"
@@ -244,7 +245,7 @@ func TestExportStagingLayout(t *testing.T) {
 		t.Errorf("third patch subject:\n%s", got)
 	}
 
-	compareWithOverlay(t, root, out, stagingDirs)
+	compareWithOverlay(t, root, out, res, stagingDirs)
 
 	for _, p := range exportedPatches(t, out) {
 		if text := testfs.Read(t, p); strings.Contains(text, "Signed-off-by:") || strings.Contains(text, "tester@example.com") {
@@ -430,7 +431,7 @@ func TestExportForkRoot(t *testing.T) {
 	if !strings.Contains(testfs.Read(t, res.PR), "the one commit on "+testBranch+" serves") {
 		t.Errorf("PR.md does not name the branch")
 	}
-	compareWithOverlay(t, root, out, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
+	compareWithOverlay(t, root, out, res, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
 }
 
 func TestExportOutDir(t *testing.T) {
@@ -537,4 +538,118 @@ func TestExportBadInput(t *testing.T) {
 	patch := filepath.Join(root, "staging-patches/example.com/aserver/0002-UPSTREAM-carry-handlers-edit-serve.patch")
 	testfs.Write(t, patch, strings.Replace(testfs.Read(t, patch), "Subject: [PATCH] UPSTREAM: 12345: handlers:", "Subject: [PATCH] handlers:", 1))
 	check("bad subject", Options{NoVerify: true}, patch+`:4: subject "handlers: change Serve again" does not match`)
+}
+
+// TestExportForkPRs: staging-patches/pull-requests splits the fork's series
+// into pull requests, each a series of its own numbered from 1: the fix's at
+// the top of --out, the later ones in kcp-dev-kubernetes-<name>/ with their
+// text, which quotes its own patch's verify step and says that it merges
+// after the fix's; together they still reproduce the overlay. With
+// --fork-version-includes the pin bump says what the detector brings.
+func TestExportForkPRs(t *testing.T) {
+	root := stagingFixture(t)
+	addKCPPRs(t, root, "1-pin-bump")
+	const detector = "example.com/aserver/0002-UPSTREAM-carry-handlers-edit-serve.patch"
+	testfs.Write(t, filepath.Join(root, "staging-patches", ForkPRsFile), "# later pull requests\ndetector "+detector+"\n")
+	pkgs := []string{"example.com/aserver/handlers", "example.com/zmachinery/meta"}
+	report := verifyReport(pkgs...)
+	report.Series = seriesHashes(t, root)
+	fix, later := report.Steps[0], report.Steps[0]
+	fix.Module, fix.Patch = "example.com/aserver", "0001-UPSTREAM-carry-handlers-move-serve.patch"
+	later.Module, later.Patch = "example.com/aserver", "0002-UPSTREAM-carry-handlers-edit-serve.patch"
+	later.Without = &verify.Outcome{Name: "before the detector", Packages: []verify.PackageOutcome{{ImportPath: pkgs[0], FailedTests: []string{"TestDetector"}}}}
+	report.Steps = []verify.Step{fix, later}
+	reportFile := filepath.Join(t.TempDir(), "verify.json")
+	writeJSONFile(t, reportFile, report)
+
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, VerifyReport: reportFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, p := range res.Patches {
+		files = append(files, p.File)
+	}
+	if want := []string{"0001-UPSTREAM-carry-meta-own-the-maps.patch", "0002-UPSTREAM-carry-handlers-move-Serve-to-new.go.patch"}; !slices.Equal(files, want) {
+		t.Errorf("the fix's patches = %q, want %q", files, want)
+	}
+	if len(res.ForkPRs) != 1 {
+		t.Fatalf("later fork pull requests = %+v, want the detector's", res.ForkPRs)
+	}
+	pr := res.ForkPRs[0]
+	if pr.Name != "detector" || pr.Dir != "kcp-dev-kubernetes-detector" || pr.PR != "kcp-dev-kubernetes-detector/PR.md" || pr.Title != "UPSTREAM: 12345: handlers: change Serve again" ||
+		len(pr.Patches) != 1 || pr.Patches[0].File != "kcp-dev-kubernetes-detector/0001-UPSTREAM-12345-handlers-change-Serve-again.patch" {
+		t.Errorf("the detector's pull request = %+v", pr)
+	}
+	if res.Title != "UPSTREAM: <carry>: handlers: move Serve to new.go" {
+		t.Errorf("the fix's title = %q", res.Title)
+	}
+	if got := res.Modules[1].Patches; !slices.Equal(got, []string{files[1], pr.Patches[0].File}) {
+		t.Errorf("aserver's patches = %q", got)
+	}
+	exportedContains(t, out, files[1], "Subject: [PATCH 2/2] UPSTREAM: <carry>: handlers: move Serve to new.go\n")
+	exportedContains(t, out, pr.Patches[0].File, "\nFrom: A U Thor <author@example.com>\n", "Subject: [PATCH 1/1] UPSTREAM: 12345: handlers: change Serve again\n",
+		"diff --git a/staging/src/example.com/aserver/handlers/new.go b/staging/src/example.com/aserver/handlers/new.go\n")
+	compareWithOverlay(t, root, out, res, stagingDirs)
+
+	fixText, detectorText := readOut(t, out, PRFile), readOut(t, out, pr.PR)
+	testfs.ContainsAll(t, PRFile, fixText, "FAIL example.com/aserver/handlers (before 0001-fix.patch, with its tests)", "TestOwned")
+	testfs.ContainsAll(t, pr.PR, detectorText,
+		"- `UPSTREAM: 12345: handlers: change Serve again` (`staging/src/example.com/aserver/handlers/new.go`, `staging/src/example.com/aserver/handlers/new_test.go`)\n",
+		"Without the change:\n\n```\nFAIL example.com/aserver/handlers (before the detector)\n",
+		"Merge this after the pull request of `UPSTREAM: <carry>: handlers: move Serve to new.go`: ",
+	)
+	if strings.Contains(fixText, "TestDetector") || strings.Contains(detectorText, "TestOwned") {
+		t.Errorf("a fork pull request quotes the other's verify step:\n%s\n%s", fixText, detectorText)
+	}
+	if strings.Contains(readOut(t, out, res.KCPPRs[0].PR), "KUBE_CACHE_MUTATION_DETECTOR") {
+		t.Errorf("the pin bump speaks of the detector, which its fork version does not hold")
+	}
+	reviewChecklist(t, out, res, true)
+
+	// The fork version holds the detector too; the fix's pull request has
+	// its number.
+	merged := filepath.Join(t.TempDir(), "merged")
+	res, err = Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: merged, NoVerify: true, ForkPR: 77,
+		ForkVersion: "v0.0.0-20261201120000-0123456789ab", ForkVersionIncludes: []string{"detector"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfs.ContainsAll(t, "the pin bump's PR.md", readOut(t, merged, res.KCPPRs[0].PR),
+		"At v0.0.0-20261201120000-0123456789ab the fork's watch cache also honours `KUBE_CACHE_MUTATION_DETECTOR`, so kcp's jobs that set it to 1 now also check that no read writes into the watch cache")
+	testfs.ContainsAll(t, pr.PR, readOut(t, merged, pr.PR), "Merge this after kcp-dev/kubernetes#77: ")
+	reviewChecklist(t, merged, res, false)
+
+	// What the file and the flag refuse, before anything is written.
+	for _, c := range []struct{ file, want string }{
+		{"detector\n", ":1: want <name> <module>/<patch file>"},
+		{"Detector " + detector + "\n", ":1: want <name> <module>/<patch file>"},
+		{"detector example.com/aserver/0009-nope.patch\n", ":1: example.com/aserver/0009-nope.patch is no patch of the carry"},
+		{"detector example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch\n", "is the series' first patch, which starts the fix's pull request"},
+		{"detector " + detector + "\nlater example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", ":2: example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch does not come after " + detector},
+		{"other example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", "fork-pr-other.md.tmpl"},
+	} {
+		testfs.Write(t, filepath.Join(root, "staging-patches", ForkPRsFile), c.file)
+		bad := filepath.Join(t.TempDir(), "bad")
+		if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: bad, NoVerify: true}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.file, err, c.want)
+		}
+		if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%q: %s written", c.file, bad)
+		}
+	}
+	testfs.Write(t, filepath.Join(root, "staging-patches", ForkPRsFile), "detector "+detector+"\n")
+	for _, c := range []struct {
+		includes []string
+		version  string
+		want     string
+	}{
+		{[]string{"detector"}, "", "--fork-version-includes detector: give --fork-version too"},
+		{[]string{"other"}, "v0.0.0-20261201120000-0123456789ab", "--fork-version-includes other: no such later fork pull request in " + filepath.Join(root, "staging-patches", ForkPRsFile)},
+	} {
+		if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: filepath.Join(t.TempDir(), "bad"), NoVerify: true, ForkVersion: c.version, ForkVersionIncludes: c.includes}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--fork-version-includes %q: %v, want %q", c.includes, err, c.want)
+		}
+	}
 }

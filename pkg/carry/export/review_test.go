@@ -89,6 +89,33 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 			t.Errorf("%s: subject of %d characters, want at most %d: %q", p.File, len(p.Subject), maxSubject, p.Subject)
 		}
 	}
+	// The fork's later pull requests: each in the same template, titled by
+	// its last subject, and merging after the fix's, which it says.
+	for _, pr := range res.ForkPRs {
+		text := readOut(t, out, pr.PR)
+		checkPRText(t, pr.PR, text, verified)
+		if !strings.Contains(text, "\nRefs kcp-dev/kcp#4551\n") || strings.Contains(text, "Fixes") {
+			t.Errorf("%s: want Refs kcp-dev/kcp#4551 and no Fixes", pr.PR)
+		}
+		if note := releaseNote(t, pr.PR, text); note != "NONE" {
+			t.Errorf("%s: release note %q, want NONE: the fork publishes none", pr.PR, note)
+		}
+		if len(pr.Title) > maxSubject || pr.Title != pr.Patches[len(pr.Patches)-1].Subject {
+			t.Errorf("the fork's pull request %s is titled %q: want its last subject, at most %d characters", pr.Name, pr.Title, maxSubject)
+		}
+		for _, p := range pr.Patches {
+			if len(p.Subject) > maxSubject {
+				t.Errorf("%s: subject of %d characters, want at most %d: %q", p.File, len(p.Subject), maxSubject, p.Subject)
+			}
+		}
+		after := "the pull request of `" + res.Title + "`"
+		if res.ForkPR > 0 {
+			after = fmt.Sprintf("kcp-dev/kubernetes#%d", res.ForkPR)
+		}
+		if !strings.Contains(text, "Merge this after "+after) {
+			t.Errorf("%s: does not say that it merges after the fix's pull request (%s)", pr.PR, after)
+		}
+	}
 	issue := readOut(t, out, IssueFile)
 	for _, p := range issueProblems(issue) {
 		t.Errorf("%s: %s", IssueFile, p)
@@ -109,6 +136,11 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	kcp := readOut(t, out, bump.PR)
 	for _, p := range pinBumpProblems(kcp, res.ForkPR) {
 		t.Errorf("%s: %s", bump.PR, p)
+	}
+	// The pin bump says what the detector's pull request brings kcp's jobs
+	// when the fork version it pins holds it, and only then.
+	if merged := slices.Contains(res.ForkVersionIncludes, "detector"); merged != strings.Contains(kcp, "KUBE_CACHE_MUTATION_DETECTOR") {
+		t.Errorf("%s: the fork version holds the detector: %v, but the text says what it brings: %v", bump.PR, merged, !merged)
 	}
 	// The repository's pin bump fixes kcp's script first: the text's first
 	// commit, without which the script moves 1 replace of 34.
