@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -17,12 +18,14 @@ import (
 const exportLong = `Writes to --out the fork's pull request (the series as git format-patch files with
 fork paths, by --author, signed off with --signoff, and PR.md), the draft of the issue it leaves open,
 the fork's later pull requests that staging-patches/pull-requests splits off (kcp-dev-kubernetes-<name>/),
-and one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order. kcp's
+one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order, and the
+pull request for kubernetes/kubernetes of upstream-patches/kubernetes (kubernetes-kubernetes/). kcp's
 texts link the fork's pull request once --fork-pr gives its number, and the pin bump pins the fork
 commit --fork-version names (--fork-version-includes: and says what the later ones it holds bring).
 
 Before writing, it applies the series to the pristine fork and checks that it reproduces the overlay
-(seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree, and runs carry verify:
+(seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree and upstream-patches/
+to the upstream modules it is cut on (from the module proxy), and runs carry verify:
 two go test -race runs of the carry's packages per patch (the series up to it, and before it with only
 its tests): minutes, and over an hour on a 2-core machine busy with other builds. --verify-report FILE
 quotes a saved carry verify --json report instead; --no-verify skips it, and PR.md then quotes no test
@@ -44,7 +47,7 @@ func NewExportOptions() *ExportOptions { return &ExportOptions{} }
 
 func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	o.commonOptions.AddFlags(fs)
-	fs.StringVar(&o.out, "out", "", "directory for the fork's patch series and PR.md, its later pull requests (kcp-dev-kubernetes-<name>/) and kcp-dev-kcp/ (must not exist or be empty, unless --force)")
+	fs.StringVar(&o.out, "out", "", "directory for the fork's patch series and PR.md, its later pull requests (kcp-dev-kubernetes-<name>/), kcp-dev-kcp/ and kubernetes-kubernetes/ (must not exist or be empty, unless --force)")
 	fs.BoolVar(&o.force, "force", false, "replace a non-empty --out directory")
 	fs.StringVar(&o.verifyReport, "verify-report", "", "quote `FILE`, a carry verify --json report of this carry, instead of running carry verify")
 	fs.BoolVar(&o.noVerify, "no-verify", false, "do not run carry verify; PR.md then quotes no test run")
@@ -136,6 +139,12 @@ func writeExportText(w io.Writer, res *export.Result) {
 			text += ", from its commit messages: fill in /kind, the issue and the release note"
 		}
 		fmt.Fprintf(w, "  %s  (%s)\n", pr.PR, text)
+	}
+	if up := res.Upstream; up != nil {
+		for _, p := range up.Patches {
+			fmt.Fprintf(w, "  %s  (for kubernetes/kubernetes, cut on %s)\n", p.File, strings.Join(up.Base, ", "))
+		}
+		fmt.Fprintf(w, "  %s  (its pull request, titled %q)\n", up.PR, up.Title)
 	}
 	if res.Verify == "" {
 		fmt.Fprintln(w, "not verified (--no-verify): PR.md quotes no test run")

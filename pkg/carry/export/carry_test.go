@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -71,6 +72,12 @@ func TestExportTheCarry(t *testing.T) {
 		for _, p := range pr.Patches {
 			written = append(written, filepath.Join(out, p.File))
 		}
+	}
+	if res.Upstream == nil {
+		t.Fatal("no pull request for kubernetes/kubernetes exported (upstream-patches/kubernetes)")
+	}
+	for _, p := range res.Upstream.Patches {
+		written = append(written, filepath.Join(out, p.File))
 	}
 	for _, path := range written {
 		text := testfs.Read(t, path)
@@ -152,6 +159,24 @@ func TestExportTheCarry(t *testing.T) {
 		"cd staging/src/k8s.io/apiserver && go test -race -run TestWatchCacheMutationDetector ./pkg/storage/cacher/",
 	)
 
+	// The pull request for kubernetes/kubernetes: its own patch, cut on
+	// upstream's k8s.io/apiserver at its staging path, which it applied to.
+	up := res.Upstream
+	if up.Dir != UpstreamDir || up.PR != UpstreamDir+"/"+PRFile || len(up.Base) != 1 || !strings.HasPrefix(up.Base[0], "k8s.io/apiserver@v") || len(up.Patches) != 1 {
+		t.Errorf("the pull request for kubernetes/kubernetes = %+v", up)
+	}
+	for _, p := range up.Patches {
+		if !strings.HasPrefix(p.File, UpstreamDir+"/0001-") || !slices.Equal(p.AppliesTo, up.Base) {
+			t.Errorf("%s applies to %q, want it in %s/ and applied to %q", p.File, p.AppliesTo, UpstreamDir, up.Base)
+		}
+		for _, f := range p.Files {
+			if !strings.HasPrefix(f, "staging/src/k8s.io/apiserver/pkg/storage/cacher/") {
+				t.Errorf("%s changes %s, outside upstream's cacher", p.File, f)
+			}
+		}
+	}
+	testfs.ContainsAll(t, up.PR, testfs.Read(t, filepath.Join(out, up.PR)), "#118040", "KUBE_CACHE_MUTATION_DETECTOR", "`processEvent`", "`Replace`")
+
 	compareWithOverlay(t, root, out, res, dirs)
 }
 
@@ -167,9 +192,9 @@ func projectAddress(t *testing.T, root string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestCarryNamesNoPerson: the patches this repository keeps, the fork's and
-// kcp's, carry no author and no sign-off; carry export sets the person who
-// submits them.
+// TestCarryNamesNoPerson: the patches this repository keeps, the fork's,
+// kcp's and Kubernetes', carry no author and no sign-off; carry export sets
+// the person who submits them.
 func TestCarryNamesNoPerson(t *testing.T) {
 	root, err := reporoot.Find(".")
 	if err != nil {
@@ -183,11 +208,15 @@ func TestCarryNamesNoPerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(patches) == 0 || len(kcp) == 0 {
+	upstream, err := filepath.Glob(filepath.Join(root, "upstream-patches", "*", "*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(patches) == 0 || len(kcp) == 0 || len(upstream) == 0 {
 		t.Fatalf("no patches found under %s", root)
 	}
 	identity := regexp.MustCompile(`(?m)^(From|Signed-off-by|Co-authored-by): `)
-	for _, p := range append(patches, kcp...) {
+	for _, p := range slices.Concat(patches, kcp, upstream) {
 		if m := identity.FindString(testfs.Read(t, p)); m != "" {
 			t.Errorf("%s has a %q line: the committed patches name no person", p, m)
 		}

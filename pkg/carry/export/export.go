@@ -108,6 +108,9 @@ type Result struct {
 	// kcp-dev/kcp in merge order, each written to
 	// --out/kcp-dev-kcp/<n>-<name>/ with its PR.md.
 	KCPPRs []KCPPRResult `json:"kcpPRs,omitempty"`
+	// Upstream is upstream-patches/kubernetes, the pull request for
+	// kubernetes/kubernetes, in --out/kubernetes-kubernetes/.
+	Upstream *UpstreamPRResult `json:"upstream,omitempty"`
 	// PR is the path of PR.md (the fork's pull request), Title the title it
 	// takes (the fix's subject), and Issue the path of the draft of the issue
 	// it leaves open (IssueFile).
@@ -358,6 +361,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if res.KCPPRs, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, o.Author, o.Signoff, progress); err != nil {
 		return nil, err
 	}
+	if res.Upstream, err = exportUpstream(ctx, o.Root, tmp, o.Author, o.Signoff, progress); err != nil {
+		return nil, err
+	}
 
 	texts, err := renderPRs(res, forkPRs, ev, o, mods[0].in.Fork.Version)
 	if err != nil {
@@ -376,7 +382,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	res.PR, res.Issue = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, IssueFile)
 	res.Title = forkPRs[0].title()
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests and %d kcp pull requests to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, IssueFile, len(res.ForkPRs), len(res.KCPPRs), o.OutDir)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, IssueFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res.Upstream), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)
@@ -389,6 +395,13 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		fmt.Fprintf(o.Progress, "carry export: the pin bump leaves the fork version open; once the fork merged the patches, export again with --fork-version\n")
 	}
 	return res, nil
+}
+
+func upstreamCount(pr *UpstreamPRResult) int {
+	if pr == nil {
+		return 0
+	}
+	return 1
 }
 
 func signedOff(signoff bool) string {

@@ -23,9 +23,11 @@ import (
 // (kcp-dev-kcp/<n>-<name>/PR.md), from kcp-pr-<name>.md.tmpl, or, for a pull
 // request without one yet, from its commit messages (generic-kcp-pr.md.tmpl);
 // and the issue the fork's text leaves to itself (IssueFile, from
-// issue-watch-event-cross-talk.md.tmpl).
+// issue-watch-event-cross-talk.md.tmpl); and the pull request for
+// kubernetes/kubernetes (kubernetes-kubernetes/PR.md, in Kubernetes' template,
+// from kubernetes-pr.md.tmpl).
 //
-//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl
+//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl kubernetes-pr.md.tmpl
 var templates embed.FS
 
 // IssueFile is the draft of the issue the fork's pull request leaves open:
@@ -75,6 +77,8 @@ type prData struct {
 	BumpCommand, PinCheck string
 	// KCP is the kcp pull request being written.
 	KCP *KCPPRResult
+	// Upstream is the pull request for kubernetes/kubernetes.
+	Upstream *UpstreamPRResult
 	// RaceSuite is kcp's whole shared e2e suite under the race target, from
 	// race-suite-run.json; nil until that file has figures.
 	RaceSuite *RaceSuiteRun
@@ -124,6 +128,12 @@ func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin
 	}
 	if texts[IssueFile], err = render("issue-watch-event-cross-talk.md.tmpl", d); err != nil {
 		return nil, err
+	}
+	if res.Upstream != nil {
+		d.Upstream = res.Upstream
+		if texts[res.Upstream.PR], err = render("kubernetes-pr.md.tmpl", d); err != nil {
+			return nil, err
+		}
 	}
 	for i := range res.KCPPRs {
 		pr := &res.KCPPRs[i]

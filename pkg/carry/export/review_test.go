@@ -34,6 +34,14 @@ var (
 	// The kinds a kcp pull request of ours may have, of those kcp's template
 	// lists (kind/chore: maintenance such as a CI job).
 	kcpKind = regexp.MustCompile(`\n/kind (bug|chore|cleanup|feature)\n`)
+	// Kubernetes' pull request template (.github/PULL_REQUEST_TEMPLATE.md of
+	// kubernetes/kubernetes): its sections, in order, without its comments.
+	kubernetesTemplate = regexp.MustCompile("(?s)^#### What type of PR is this\\?\n\n/kind (bug|cleanup|feature|failing-test|flake|documentation|api-change|deprecation|regression)\n\n" +
+		"#### What this PR does / why we need it:\n\n.+\n\n" +
+		"#### Which issue\\(s\\) this PR fixes:\n\n.+\n\n" +
+		"#### Special notes for your reviewer:\n\n.+\n\n" +
+		"#### Does this PR introduce a user-facing change\\?\n\n```release-note\n.+\n```\n\n" +
+		"#### Additional documentation e\\.g\\., KEPs \\(Kubernetes Enhancement Proposals\\), usage docs, etc\\.:\n\n```docs\n.*```\n$")
 )
 
 // reviewChecklist checks what the export wrote to out against what a kcp
@@ -119,6 +127,19 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	issue := readOut(t, out, IssueFile)
 	for _, p := range issueProblems(issue) {
 		t.Errorf("%s: %s", IssueFile, p)
+	}
+
+	// The pull request for kubernetes/kubernetes: Kubernetes' template, short,
+	// standing alone.
+	if res.Upstream != nil {
+		for _, p := range kubernetesTextProblems(readOut(t, out, res.Upstream.PR)) {
+			t.Errorf("%s: %s", res.Upstream.PR, p)
+		}
+		for _, p := range res.Upstream.Patches {
+			if len(p.Subject) > maxSubject || strings.HasPrefix(p.Subject, "UPSTREAM:") {
+				t.Errorf("%s: subject %q: want at most %d characters, and not the fork's UPSTREAM: convention", p.File, p.Subject, maxSubject)
+			}
+		}
 	}
 
 	var bump *KCPPRResult
@@ -392,6 +413,37 @@ func kcpPatchProblems(patch string) []string {
 		case (base == "Makefile" || strings.HasSuffix(base, ".mk")) && strings.Contains(line, "$(findstring "):
 			problems = append(problems, fmt.Sprintf("%s tests for a flag with findstring, which matches any word containing it: use $(filter ...): %s", file, strings.TrimSpace(line[1:])))
 		}
+	}
+	return problems
+}
+
+// kubernetesTextProblems is what the pull request for kubernetes/kubernetes
+// must be: in Kubernetes' template (kubernetesTemplate), short, with no
+// comment, no relative link and nothing of the fork's conventions, and
+// honest about the pull request it takes up, #118040, which it names.
+func kubernetesTextProblems(text string) []string {
+	var problems []string
+	if !kubernetesTemplate.MatchString(text) {
+		problems = append(problems, "does not follow Kubernetes' template (What type of PR is this? /kind, What this PR does / why we need it:, Which issue(s) this PR fixes:, Special notes for your reviewer:, Does this PR introduce a user-facing change? with a release-note block, Additional documentation ... with a docs block)")
+	}
+	if strings.Contains(text, "<!--") {
+		problems = append(problems, "has an HTML comment: the template's comments are dropped")
+	}
+	if n := strings.Count(text, "\n"); n > maxPRLines {
+		problems = append(problems, fmt.Sprintf("has %d lines, want at most %d", n, maxPRLines))
+	}
+	for _, m := range markdownLink.FindAllStringSubmatch(text, -1) {
+		if !strings.HasPrefix(m[1], "https://") {
+			problems = append(problems, fmt.Sprintf("links %q: no relative links", m[1]))
+		}
+	}
+	for _, fork := range []string{"UPSTREAM:", "<carry>", "kcp-dev/kubernetes"} {
+		if strings.Contains(text, fork) {
+			problems = append(problems, fmt.Sprintf("names %q, the fork's: Kubernetes' text stands on its own", fork))
+		}
+	}
+	if !strings.Contains(text, "#118040") {
+		problems = append(problems, "does not refer to #118040, the watch cache mutation detector proposed in 2023 and closed unmerged")
 	}
 	return problems
 }
