@@ -426,17 +426,7 @@ func kubernetesTextProblems(text string) []string {
 	if !kubernetesTemplate.MatchString(text) {
 		problems = append(problems, "does not follow Kubernetes' template (What type of PR is this? /kind, What this PR does / why we need it:, Which issue(s) this PR fixes:, Special notes for your reviewer:, Does this PR introduce a user-facing change? with a release-note block, Additional documentation ... with a docs block)")
 	}
-	if strings.Contains(text, "<!--") {
-		problems = append(problems, "has an HTML comment: the template's comments are dropped")
-	}
-	if n := strings.Count(text, "\n"); n > maxPRLines {
-		problems = append(problems, fmt.Sprintf("has %d lines, want at most %d", n, maxPRLines))
-	}
-	for _, m := range markdownLink.FindAllStringSubmatch(text, -1) {
-		if !strings.HasPrefix(m[1], "https://") {
-			problems = append(problems, fmt.Sprintf("links %q: no relative links", m[1]))
-		}
-	}
+	problems = append(problems, standAloneProblems(text)...)
 	for _, fork := range []string{"UPSTREAM:", "<carry>", "kcp-dev/kubernetes"} {
 		if strings.Contains(text, fork) {
 			problems = append(problems, fmt.Sprintf("names %q, the fork's: Kubernetes' text stands on its own", fork))
@@ -456,6 +446,13 @@ func issueProblems(text string) []string {
 	if !regexp.MustCompile(`(?s)^Title: .*\n### Describe the bug\n.*\n### Steps To Reproduce\n.*\n### Expected Behaviour\n.*\n### Additional Context\n`).MatchString(text) {
 		problems = append(problems, "want a title and kcp's bug report sections (Describe the bug, Steps To Reproduce, Expected Behaviour, Additional Context)")
 	}
+	return append(problems, standAloneProblems(text)...)
+}
+
+// standAloneProblems is what a text for another repository must not have:
+// an HTML comment, more than maxPRLines lines, a relative link.
+func standAloneProblems(text string) []string {
+	var problems []string
 	if strings.Contains(text, "<!--") {
 		problems = append(problems, "has an HTML comment")
 	}
@@ -501,16 +498,8 @@ func checkPRText(t *testing.T, name, text string, verified bool) {
 	if !strings.Contains(text, "\n/kind ") {
 		t.Errorf("%s has no /kind", name)
 	}
-	if strings.Contains(text, "<!--") {
-		t.Errorf("%s has an HTML comment; a pull request text has no header", name)
-	}
-	if n := strings.Count(text, "\n"); n > maxPRLines {
-		t.Errorf("%s has %d lines, want at most %d", name, n, maxPRLines)
-	}
-	for _, m := range markdownLink.FindAllStringSubmatch(text, -1) {
-		if !strings.HasPrefix(m[1], "https://") {
-			t.Errorf("%s links %q: a pull request text has no relative links", name, m[1])
-		}
+	for _, p := range standAloneProblems(text) {
+		t.Errorf("%s: %s", name, p)
 	}
 	if !verified {
 		for _, claim := range []string{"Without the fix, for this pull request", "\nFAIL ", "verified"} {
