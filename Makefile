@@ -91,14 +91,16 @@ kcp-race: overlay
 # (kcp-patches/4-race-e2e-target) by hack/kcp-race-target.sh, failing at the
 # fork pin with a report naming setKCPOriginalAPIVersionAnnotation and
 # passing with the carry (a go test of its own: two of kcp's builds, cold,
-# take half of -timeout). Then the shard tests on the -race shard and `carry
-# verify`'s test under -race, whose forms without it `make test` runs. Not in
-# `make test`: it would take CI past its limit (docs/ci.md).
+# take half of -timeout). Then the shard tests on the -race shard, `carry
+# verify`'s test and the upstream patch's (upstream-patches/kubernetes on
+# upstream's k8s.io/apiserver) under -race, whose forms without it `make
+# test` runs. Not in `make test`: it would take CI past its limit (docs/ci.md).
 test-race: kcp-race
 	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPRace' -skip '^TestRealKCPRaceTarget$$' ./test/e2e/
 	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCPRaceTarget$$' ./test/e2e/
 	KCP_CARRY_SHARD_RACE=1 $(GO) test $(GO_TEST_FLAGS) -run '$(RACE_SHARD_TESTS)' ./test/e2e/ ./test/detector/
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestCarryFailsWithoutAndPassesWith$$' ./pkg/carry/verify/
+	$(GO) test $(GO_TEST_FLAGS) -run '^TestUpstreamTestsPassWithAndFailWithout$$' ./pkg/carry/upstreampatches/
 
 # The live tests on the patched test shard: under -race here, without it in
 # `make test`, where the -race build of the fork would be the one compile the
@@ -237,7 +239,7 @@ REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPPristine$$|^TestRealKCPPristineDie
 # `kcp` (the same two links again) is not a prerequisite.
 test: phases-reset overlay $(if $(KCP_SOURCE),sharded)
 	$(PHASE) "vet" $(GO) vet ./...
-	$(PHASE) "suite" env KCP_CARRY_SHARD_RACE=0 KCP_CARRY_VERIFY_NORACE=1 $(GO) test $(GO_TEST_FLAGS) -vet=off -skip '^TestRealKCP|^TestSharded' ./...
+	$(PHASE) "suite" env KCP_CARRY_SHARD_RACE=0 KCP_CARRY_VERIFY_NORACE=1 KCP_CARRY_UPSTREAM_NORACE=1 $(GO) test $(GO_TEST_FLAGS) -vet=off -skip '^TestRealKCP|^TestSharded' ./...
 	$(PHASE) "real kcp $(if $(KCP_SOURCE),$(notdir $(KCP_SOURCE))): TestRealKCP*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestRealKCP' -skip '$(REAL_KCP_SKIP)' ./test/e2e/
 ifneq ($(KCP_SOURCE),)
 	$(PHASE) "sharded kcp $(notdir $(KCP_SOURCE)): TestSharded*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestSharded' ./test/sharded/

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -16,12 +17,15 @@ import (
 // exportLong is carry export's help: what it runs, and for how long.
 const exportLong = `Writes to --out the fork's pull request (the series as git format-patch files with
 fork paths, by --author, signed off with --signoff, and PR.md), the draft of the issue it leaves open,
-and one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order. kcp's
+the fork's later pull requests that staging-patches/pull-requests splits off (kcp-dev-kubernetes-<name>/),
+one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order, and the
+pull request for kubernetes/kubernetes of upstream-patches/kubernetes (kubernetes-kubernetes/). kcp's
 texts link the fork's pull request once --fork-pr gives its number, and the pin bump pins the fork
-commit --fork-version names.
+commit --fork-version names (--fork-version-includes: and says what the later ones it holds bring).
 
 Before writing, it applies the series to the pristine fork and checks that it reproduces the overlay
-(seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree, and runs carry verify:
+(seconds), applies kcp-patches/ with git am to a copy of each --kcp-source tree and upstream-patches/
+to the upstream modules it is cut on (from the module proxy), and runs carry verify:
 two go test -race runs of the carry's packages per patch (the series up to it, and before it with only
 its tests): minutes, and over an hour on a 2-core machine busy with other builds. --verify-report FILE
 quotes a saved carry verify --json report instead; --no-verify skips it, and PR.md then quotes no test
@@ -36,13 +40,14 @@ type ExportOptions struct {
 	forkPR                   string
 	force, noVerify, signoff bool
 	kcpTrees                 []string
+	forkVersionIncludes      []string
 }
 
 func NewExportOptions() *ExportOptions { return &ExportOptions{} }
 
 func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	o.commonOptions.AddFlags(fs)
-	fs.StringVar(&o.out, "out", "", "directory for the fork's patch series and PR.md, and kcp-dev-kcp/ (must not exist or be empty, unless --force)")
+	fs.StringVar(&o.out, "out", "", "directory for the fork's patch series and PR.md, its later pull requests (kcp-dev-kubernetes-<name>/), kcp-dev-kcp/ and kubernetes-kubernetes/ (must not exist or be empty, unless --force)")
 	fs.BoolVar(&o.force, "force", false, "replace a non-empty --out directory")
 	fs.StringVar(&o.verifyReport, "verify-report", "", "quote `FILE`, a carry verify --json report of this carry, instead of running carry verify")
 	fs.BoolVar(&o.noVerify, "no-verify", false, "do not run carry verify; PR.md then quotes no test run")
@@ -51,6 +56,7 @@ func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.baseBranch, "base-branch", "", "the fork branch the pull request targets: the rebase branch holding the pinned commit, kcp-<kubernetes version> (required; docs/upstream.md)")
 	fs.StringVar(&o.forkVersion, "fork-version", "", "the fork's pseudo-version with the patches merged, for kcp's pin bump (empty until the fork merged them)")
 	fs.StringVar(&o.forkPR, "fork-pr", "", "the number `N` of the fork's pull request, which kcp's texts link as kcp-dev/kubernetes#N (empty until it is opened: they say it comes first)")
+	fs.StringArrayVar(&o.forkVersionIncludes, "fork-version-includes", nil, "the fork's later pull request `NAME` (staging-patches/pull-requests: detector) that --fork-version holds too; the pin bump's text then says what it brings kcp (repeatable)")
 	fs.StringArrayVar(&o.kcpTrees, "kcp-source", nil, "kcp source tree that ROOT/kcp-patches must apply to with git am, checked on a scratch copy (repeatable)")
 }
 
@@ -63,6 +69,9 @@ func (o *ExportOptions) Validate() error {
 	}
 	if o.noVerify && o.verifyReport != "" {
 		return errors.New("--verify-report and --no-verify exclude each other")
+	}
+	if len(o.forkVersionIncludes) > 0 && o.forkVersion == "" {
+		return fmt.Errorf("--fork-version-includes %s: give --fork-version too, the fork version that holds it", o.forkVersionIncludes[0])
 	}
 	_, err := o.forkPRNumber()
 	return err
@@ -91,18 +100,19 @@ func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 			return nil, err
 		}
 		return export.Run(ctx, export.Options{
-			Author:       author,
-			Signoff:      o.signoff,
-			BaseBranch:   o.baseBranch,
-			ForkVersion:  o.forkVersion,
-			ForkPR:       forkPR,
-			Carry:        c,
-			OutDir:       o.out,
-			Force:        o.force,
-			VerifyReport: o.verifyReport,
-			NoVerify:     o.noVerify,
-			KCPTrees:     o.kcpTrees,
-			Progress:     stderr,
+			Author:              author,
+			Signoff:             o.signoff,
+			BaseBranch:          o.baseBranch,
+			ForkVersion:         o.forkVersion,
+			ForkPR:              forkPR,
+			ForkVersionIncludes: o.forkVersionIncludes,
+			Carry:               c,
+			OutDir:              o.out,
+			Force:               o.force,
+			VerifyReport:        o.verifyReport,
+			NoVerify:            o.noVerify,
+			KCPTrees:            o.kcpTrees,
+			Progress:            stderr,
 		})
 	}, writeExportText)
 }
@@ -114,6 +124,12 @@ func writeExportText(w io.Writer, res *export.Result) {
 	}
 	fmt.Fprintf(w, "  %s  (the fork's pull request, titled %q)\n", export.PRFile, res.Title)
 	fmt.Fprintf(w, "  %s  (the issue it leaves open, to file)\n", export.IssueFile)
+	for _, pr := range res.ForkPRs {
+		for _, p := range pr.Patches {
+			fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
+		}
+		fmt.Fprintf(w, "  %s  (the fork's pull request %s, titled %q, after the fix's)\n", pr.PR, pr.Name, pr.Title)
+	}
 	for _, pr := range res.KCPPRs {
 		for _, p := range pr.Patches {
 			fmt.Fprintf(w, "  %s  (for kcp-dev/kcp)\n", p.File)
@@ -123,6 +139,12 @@ func writeExportText(w io.Writer, res *export.Result) {
 			text += ", from its commit messages: fill in /kind, the issue and the release note"
 		}
 		fmt.Fprintf(w, "  %s  (%s)\n", pr.PR, text)
+	}
+	if up := res.Upstream; up != nil {
+		for _, p := range up.Patches {
+			fmt.Fprintf(w, "  %s  (for kubernetes/kubernetes, cut on %s)\n", p.File, strings.Join(up.Base, ", "))
+		}
+		fmt.Fprintf(w, "  %s  (its pull request, titled %q)\n", up.PR, up.Title)
 	}
 	if res.Verify == "" {
 		fmt.Fprintln(w, "not verified (--no-verify): PR.md quotes no test run")

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,10 +63,21 @@ func TestExportTheCarry(t *testing.T) {
 	for _, p := range res.Patches {
 		written = append(written, filepath.Join(out, p.File))
 	}
+	for _, pr := range res.ForkPRs {
+		for _, p := range pr.Patches {
+			written = append(written, filepath.Join(out, p.File))
+		}
+	}
 	for _, pr := range res.KCPPRs {
 		for _, p := range pr.Patches {
 			written = append(written, filepath.Join(out, p.File))
 		}
+	}
+	if res.Upstream == nil {
+		t.Fatal("no pull request for kubernetes/kubernetes exported (upstream-patches/kubernetes)")
+	}
+	for _, p := range res.Upstream.Patches {
+		written = append(written, filepath.Join(out, p.File))
 	}
 	for _, path := range written {
 		text := testfs.Read(t, path)
@@ -89,11 +101,11 @@ func TestExportTheCarry(t *testing.T) {
 	}
 
 	reviewChecklist(t, out, res, false)
-	// The fork's commits are the series' two: the first changes one line of
-	// an upstream file, response_test.go, which the text explains; the fix
-	// changes none.
+	// The fix's pull request is the series' first two commits: the first
+	// changes one line of an upstream file, response_test.go, which the
+	// text explains; the fix changes none.
 	if len(res.Patches) != 2 {
-		t.Fatalf("patches = %+v", res.Patches)
+		t.Fatalf("the fix's patches = %+v", res.Patches)
 	}
 	if got := strings.Join(res.Patches[1].Files, " "); strings.Contains(got, "response.go") || strings.Contains(got, "response_test.go") {
 		t.Errorf("the fix changes upstream files: %s", got)
@@ -129,7 +141,43 @@ func TestExportTheCarry(t *testing.T) {
 		t.Errorf("no backport form exported; kcp-patches/3-clustercachedresource-selector-race has release-0.32/")
 	}
 
-	compareWithOverlay(t, root, out, dirs)
+	// The detector is the fork's pull request of its own, after the fix's:
+	// one patch, in the watch cache and its tests.
+	if len(res.ForkPRs) != 1 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 1 {
+		t.Fatalf("later fork pull requests = %+v, want the detector's, one patch", res.ForkPRs)
+	}
+	detector := res.ForkPRs[0]
+	for _, f := range detector.Patches[0].Files {
+		if !strings.HasPrefix(f, "staging/src/k8s.io/apiserver/pkg/storage/cacher/") {
+			t.Errorf("the detector's patch changes %s, outside the cacher", f)
+		}
+	}
+	testfs.ContainsAll(t, detector.PR, testfs.Read(t, filepath.Join(out, detector.PR)),
+		"KUBE_CACHE_MUTATION_DETECTOR=1",
+		"`pull-kcp-test-integration`",
+		"Merge this after the pull request of `"+res.Title+"`",
+		"cd staging/src/k8s.io/apiserver && go test -race -run TestWatchCacheMutationDetector ./pkg/storage/cacher/",
+	)
+
+	// The pull request for kubernetes/kubernetes: its own patch, cut on
+	// upstream's k8s.io/apiserver at its staging path, which it applied to.
+	up := res.Upstream
+	if up.Dir != UpstreamDir || up.PR != UpstreamDir+"/"+PRFile || len(up.Base) != 1 || !strings.HasPrefix(up.Base[0], "k8s.io/apiserver@v") || len(up.Patches) != 1 {
+		t.Errorf("the pull request for kubernetes/kubernetes = %+v", up)
+	}
+	for _, p := range up.Patches {
+		if !strings.HasPrefix(p.File, UpstreamDir+"/0001-") || !slices.Equal(p.AppliesTo, up.Base) {
+			t.Errorf("%s applies to %q, want it in %s/ and applied to %q", p.File, p.AppliesTo, UpstreamDir, up.Base)
+		}
+		for _, f := range p.Files {
+			if !strings.HasPrefix(f, "staging/src/k8s.io/apiserver/pkg/storage/cacher/") {
+				t.Errorf("%s changes %s, outside upstream's cacher", p.File, f)
+			}
+		}
+	}
+	testfs.ContainsAll(t, up.PR, testfs.Read(t, filepath.Join(out, up.PR)), "#118040", "KUBE_CACHE_MUTATION_DETECTOR", "`processEvent`", "`Replace`")
+
+	compareWithOverlay(t, root, out, res, dirs)
 }
 
 // projectAddress is the e-mail of the repository's own commits at root, ""
@@ -144,9 +192,9 @@ func projectAddress(t *testing.T, root string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// TestCarryNamesNoPerson: the patches this repository keeps, the fork's and
-// kcp's, carry no author and no sign-off; carry export sets the person who
-// submits them.
+// TestCarryNamesNoPerson: the patches this repository keeps, the fork's,
+// kcp's and Kubernetes', carry no author and no sign-off; carry export sets
+// the person who submits them.
 func TestCarryNamesNoPerson(t *testing.T) {
 	root, err := reporoot.Find(".")
 	if err != nil {
@@ -160,11 +208,15 @@ func TestCarryNamesNoPerson(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(patches) == 0 || len(kcp) == 0 {
+	upstream, err := filepath.Glob(filepath.Join(root, "upstream-patches", "*", "*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(patches) == 0 || len(kcp) == 0 || len(upstream) == 0 {
 		t.Fatalf("no patches found under %s", root)
 	}
 	identity := regexp.MustCompile(`(?m)^(From|Signed-off-by|Co-authored-by): `)
-	for _, p := range append(patches, kcp...) {
+	for _, p := range slices.Concat(patches, kcp, upstream) {
 		if m := identity.FindString(testfs.Read(t, p)); m != "" {
 			t.Errorf("%s has a %q line: the committed patches name no person", p, m)
 		}

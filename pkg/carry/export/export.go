@@ -1,8 +1,10 @@
-// Package export turns the carry into a pull request against the fork
-// repository (github.com/kcp-dev/kubernetes): a git format-patch series with
-// fork-repository paths, numbered across all carried modules, and a PR.md
-// that says what broke, why, what the patches change, how they were tested
-// and what the risk is.
+// Package export turns the carry into pull requests against the fork
+// repository (github.com/kcp-dev/kubernetes): git format-patch series with
+// fork-repository paths, and a PR.md each that says what broke, why, what
+// the patches change, how they were tested and what the risk is. The fix's
+// pull request is at the top of --out; staging-patches/pull-requests splits
+// later ones off the series (ForkPRsFile), each numbered from 1 across the
+// carried modules in its own directory.
 //
 // The series is produced by git itself. A throwaway repository holds the
 // pristine fork modules (the go.sum-verified zips at the go.mod pins) at
@@ -17,7 +19,7 @@
 //
 // Order: modules in DependencyOrder of their pristine go.mod files
 // (k8s.io/apimachinery before k8s.io/apiserver), each module's patches in
-// series order.
+// series order; the fork's pull requests split that order.
 package export
 
 import (
@@ -26,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -80,6 +83,10 @@ type Options struct {
 	// link (kcp-dev/kubernetes#N); 0 until it is opened, and then they say
 	// that it comes first.
 	ForkPR int
+	// ForkVersionIncludes names the fork's later pull requests
+	// (ForkPRsFile) that ForkVersion holds too, whose effect on kcp the pin
+	// bump's text then says.
+	ForkVersionIncludes []string
 	// Progress receives a line per step; nil discards.
 	Progress io.Writer
 }
@@ -92,11 +99,18 @@ type Result struct {
 	Repo    string         `json:"repo"`
 	Base    string         `json:"base"`
 	Modules []ModuleResult `json:"modules"`
-	Patches []PatchResult  `json:"patches"`
+	// Patches are the fix's pull request, at the top of --out.
+	Patches []PatchResult `json:"patches"`
+	// ForkPRs are the fork's further pull requests (ForkPRsFile), in
+	// merge order, each in --out/kcp-dev-kubernetes-<name>/.
+	ForkPRs []ForkPRResult `json:"forkPRs,omitempty"`
 	// KCPPRs are kcp-patches/, the companion pull requests for
 	// kcp-dev/kcp in merge order, each written to
 	// --out/kcp-dev-kcp/<n>-<name>/ with its PR.md.
 	KCPPRs []KCPPRResult `json:"kcpPRs,omitempty"`
+	// Upstream is upstream-patches/kubernetes, the pull request for
+	// kubernetes/kubernetes, in --out/kubernetes-kubernetes/.
+	Upstream *UpstreamPRResult `json:"upstream,omitempty"`
 	// PR is the path of PR.md (the fork's pull request), Title the title it
 	// takes (the fix's subject), and Issue the path of the draft of the issue
 	// it leaves open (IssueFile).
@@ -105,6 +119,9 @@ type Result struct {
 	Issue string `json:"issue"`
 	// ForkPR is the fork's pull request the kcp texts link, 0 for none.
 	ForkPR int `json:"forkPR,omitempty"`
+	// ForkVersionIncludes are the later fork pull requests the pin bump's
+	// fork version holds.
+	ForkVersionIncludes []string `json:"forkVersionIncludes,omitempty"`
 	// Author is who the patches are by; SignedOff says whether they carry
 	// the author's Signed-off-by.
 	Author    string `json:"author"`
@@ -122,13 +139,15 @@ type ModuleResult struct {
 	// Requires are the carried modules its go.mod requires, which are
 	// exported before it.
 	Requires []string `json:"requires,omitempty"`
-	// Patches are the exported file names of the module's patches.
+	// Patches are the exported files of the module's patches, relative
+	// to --out.
 	Patches []string `json:"patches"`
 }
 
 // PatchResult is one exported patch.
 type PatchResult struct {
-	// File is the exported file name (0001-....patch).
+	// File is the exported file, relative to --out (0001-....patch, or
+	// kcp-dev-kubernetes-<name>/0001-....patch for a later pull request).
 	File   string `json:"file"`
 	Module string `json:"module"`
 	// Source is the carry patch it was made from.
@@ -158,6 +177,8 @@ type exported struct {
 	out     *series.Patch
 	path    string
 	res     PatchResult
+	// commit is the commit git am made of it in the export's repository.
+	commit string
 }
 
 func (o Options) resolve() (Options, error) {
@@ -176,6 +197,9 @@ func (o Options) resolve() (Options, error) {
 	}
 	if c.ForkVersion != "" && !module.IsPseudoVersion(c.ForkVersion) {
 		return c, fmt.Errorf("--fork-version %q: want the fork commit's pseudo-version, as in go.mod (v0.0.0-<date>-<commit>)", c.ForkVersion)
+	}
+	if len(c.ForkVersionIncludes) > 0 && c.ForkVersion == "" {
+		return c, fmt.Errorf("--fork-version-includes %s: give --fork-version too, the fork version that holds it", c.ForkVersionIncludes[0])
 	}
 	if c.ForkPR < 0 {
 		return c, fmt.Errorf("--fork-pr %d: want the number of the fork's pull request (kcp-dev/kubernetes#N), a positive integer", c.ForkPR)
@@ -249,9 +273,22 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			if err := g.am(ctx, src.Path, m.loc.Dir); err != nil {
 				return nil, fmt.Errorf("%s: patch %s does not apply to %s at %s in %s: %w", m.in.Module, p.Path, repo, base, dirOrRoot(m.loc.Dir), err)
 			}
-			all = append(all, &exported{mod: m, src: src, carried: p})
+			head, err := g.Run(ctx, "rev-parse", "HEAD")
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, &exported{mod: m, src: src, carried: p, commit: strings.TrimSpace(string(head))})
 		}
 		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
+	}
+	forkPRs, err := splitForkPRs(o.Carry.PatchesDir, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range o.ForkVersionIncludes {
+		if !slices.ContainsFunc(forkPRs[1:], func(pr *forkPR) bool { return pr.name == name }) {
+			return nil, fmt.Errorf("--fork-version-includes %s: no such later fork pull request in %s", name, filepath.Join(o.Carry.PatchesDir, ForkPRsFile))
+		}
 	}
 
 	tmp, err := atomicfile.TempDirFor(o.OutDir)
@@ -263,19 +300,29 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	files, err := g.formatPatch(ctx, tmp)
-	if err != nil {
-		return nil, err
-	}
-	if len(files) != len(all) {
-		return nil, fmt.Errorf("git format-patch wrote %d patches for the %d of the carry", len(files), len(all))
-	}
-	for i, e := range all {
-		e.path = files[i]
-		if e.out, err = checkExported(e.src, e.path, i+1, len(all), e.mod.loc.Dir); err != nil {
+	// Each fork pull request is a series of its own, numbered from 1, in
+	// its directory: the fix's at the top of --out.
+	var files []string
+	from := "base"
+	for _, pr := range forkPRs {
+		to := pr.patches[len(pr.patches)-1].commit
+		written, err := g.formatPatch(ctx, filepath.Join(tmp, pr.dir), from+".."+to)
+		if err != nil {
 			return nil, err
 		}
-		e.res = patchResult(e, o.Root)
+		if len(written) != len(pr.patches) {
+			return nil, fmt.Errorf("git format-patch wrote %d patches for the %d of the fork's pull request %s", len(written), len(pr.patches), dirOrRoot(pr.dir))
+		}
+		for i, e := range pr.patches {
+			e.path = written[i]
+			if e.out, err = checkExported(e.src, e.path, i+1, len(pr.patches), e.mod.loc.Dir); err != nil {
+				return nil, err
+			}
+			e.res = patchResult(e, o.Root)
+			e.res.File = path.Join(pr.dir, e.res.File)
+		}
+		files = append(files, written...)
+		from = to
 	}
 	if err := checkRoundTrip(ctx, o.Root, g, mods, files); err != nil {
 		return nil, err
@@ -294,7 +341,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		ev.report, ev.source = r, "carry verify"
 	}
 
-	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source, ForkPR: o.ForkPR}
+	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source, ForkPR: o.ForkPR, ForkVersionIncludes: o.ForkVersionIncludes}
 	for _, m := range mods {
 		mr := ModuleResult{Module: m.in.Module, Fork: m.in.Fork, Location: m.loc, Requires: m.requires}
 		for _, e := range all {
@@ -304,15 +351,21 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 		res.Modules = append(res.Modules, mr)
 	}
-	for _, e := range all {
+	for _, e := range forkPRs[0].patches {
 		res.Patches = append(res.Patches, e.res)
+	}
+	for _, pr := range forkPRs[1:] {
+		res.ForkPRs = append(res.ForkPRs, pr.result())
 	}
 	progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
 	if res.KCPPRs, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, o.Author, o.Signoff, progress); err != nil {
 		return nil, err
 	}
+	if res.Upstream, err = exportUpstream(ctx, o.Root, tmp, o.Author, o.Signoff, progress); err != nil {
+		return nil, err
+	}
 
-	texts, err := renderPRs(res, all, ev, o, mods[0].in.Fork.Version)
+	texts, err := renderPRs(res, forkPRs, ev, o, mods[0].in.Fork.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -328,8 +381,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	res.PR, res.Issue = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, IssueFile)
-	res.Title = res.Patches[len(res.Patches)-1].Subject
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s and %d kcp pull requests to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, IssueFile, len(res.KCPPRs), o.OutDir)
+	res.Title = forkPRs[0].title()
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, IssueFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res.Upstream), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)
@@ -342,6 +395,13 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		fmt.Fprintf(o.Progress, "carry export: the pin bump leaves the fork version open; once the fork merged the patches, export again with --fork-version\n")
 	}
 	return res, nil
+}
+
+func upstreamCount(pr *UpstreamPRResult) int {
+	if pr == nil {
+		return 0
+	}
+	return 1
 }
 
 func signedOff(signoff bool) string {

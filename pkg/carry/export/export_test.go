@@ -17,6 +17,8 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testproxy"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
 )
 
 const forkVersion = "v0.0.0-20260101000000-aaaaaaaaaaaa"
@@ -36,10 +38,20 @@ type fixturePatch struct {
 	edit    func(t *testing.T, dir string)
 }
 
+// fixtureUpstream is an upstream module the proxy serves, and the pull
+// request for Kubernetes cut on it: git commits on its tree laid out at
+// staging/src/<module path>/, written to upstream-patches/kubernetes.
+type fixtureUpstream struct {
+	mod     module.Version
+	files   map[string]string
+	patches []fixturePatch
+}
+
 // newCarryFixture serves the modules' pristine trees from a test proxy
 // and writes a project root pinning them (go.mod replaces, go.sum) with a
-// carry in staging-patches/ made by git from the fixture's edits.
-func newCarryFixture(t *testing.T, mods []fixtureModule) string {
+// carry in staging-patches/ made by git from the fixture's edits, and, with
+// upstream, the upstream modules and upstream-patches/kubernetes.
+func newCarryFixture(t *testing.T, mods []fixtureModule, upstream ...fixtureUpstream) string {
 	t.Helper()
 	testfs.NeedCommands(t, "git", "go")
 	base := t.TempDir()
@@ -84,6 +96,37 @@ func newCarryFixture(t *testing.T, mods []fixtureModule) string {
 		}
 		testfs.Write(t, filepath.Join(patchesDir, "series"), series)
 	}
+	if len(upstream) > 0 {
+		work := filepath.Join(base, "kubernetes")
+		upDir := filepath.Join(root, "upstream-patches", "kubernetes")
+		baseFile, list := "", ""
+		for _, u := range upstream {
+			src := filepath.Join(base, "upstream", u.mod.String())
+			testfs.WriteTree(t, src, u.files)
+			h1, err := testproxy.Add(proxy, u.mod, src, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			baseFile += u.mod.Path + " " + u.mod.Version + " " + h1 + "\n"
+			testfs.WriteTree(t, filepath.Join(work, "staging/src", u.mod.Path), u.files)
+		}
+		git(t, work, "init", "-q")
+		git(t, work, "add", "-A", ".")
+		git(t, work, "commit", "-q", "-m", "upstream")
+		for _, u := range upstream {
+			for _, p := range u.patches {
+				p.edit(t, work)
+				patch, err := series.RemoveAuthor([]byte(commitPatch(t, work, p.message)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				testfs.Write(t, filepath.Join(upDir, p.name), string(patch))
+				list += p.name + "\n"
+			}
+		}
+		testfs.Write(t, filepath.Join(upDir, "series"), list)
+		testfs.Write(t, filepath.Join(upDir, "base"), baseFile)
+	}
 	testproxy.Serve(t, proxy, filepath.Join(base, "modcache"))
 	testfs.Write(t, filepath.Join(root, "go.mod"), gomod+replaces)
 	testfs.Write(t, filepath.Join(root, "go.sum"), gosum)
@@ -114,56 +157,56 @@ func Serve() string {
 // stagingFixture is two modules in Kubernetes' staging layout whose
 // dependency order (zmachinery, then aserver, which requires it) is not
 // their path order, and whose carry renames, deletes and creates files.
-func stagingFixture(t *testing.T) string {
-	return newCarryFixture(t, []fixtureModule{
-		{
-			module:   "example.com/aserver",
-			forkPath: "example.com/fork/staging/src/example.com/aserver",
-			requires: []string{"example.com/zmachinery", "example.com/uncarried"},
-			files: map[string]string{
-				"handlers/old.go":  handlersGo,
-				"handlers/gone.go": "package handlers\n\nconst gone = 1\n",
-				"handlers/keep.go": "package handlers\n\nconst keep = 1\n",
-			},
-			patches: []fixturePatch{
-				{
-					name:    "0001-UPSTREAM-carry-handlers-move-serve.patch",
-					message: "UPSTREAM: <carry>: handlers: move Serve to new.go\n\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n",
-					edit: func(t *testing.T, dir string) {
-						git(t, dir, "mv", "handlers/old.go", "handlers/new.go")
-						editFile(t, filepath.Join(dir, "handlers/new.go"), `"four"`, `"4"`)
-						git(t, dir, "rm", "-q", "handlers/gone.go")
-						editFile(t, filepath.Join(dir, "handlers/keep.go"), "keep = 1", "keep = 2")
-						testfs.Write(t, filepath.Join(dir, "hack/run.sh"), "#!/bin/sh\necho run\n")
-						if err := os.Chmod(filepath.Join(dir, "hack/run.sh"), 0o755); err != nil {
-							t.Fatal(err)
-						}
-					},
-				},
-				{
-					name:    "0002-UPSTREAM-carry-handlers-edit-serve.patch",
-					message: "UPSTREAM: 12345: handlers: change Serve again\n\nChange it.\n\nThe new tests check it.\n",
-					edit: func(t *testing.T, dir string) {
-						editFile(t, filepath.Join(dir, "handlers/new.go"), `"one"`, `"1"`)
-						testfs.Write(t, filepath.Join(dir, "handlers/new_test.go"), "package handlers\n")
-					},
-				},
-			},
+func stagingFixture(t *testing.T) string { return newCarryFixture(t, stagingModules) }
+
+var stagingModules = []fixtureModule{
+	{
+		module:   "example.com/aserver",
+		forkPath: "example.com/fork/staging/src/example.com/aserver",
+		requires: []string{"example.com/zmachinery", "example.com/uncarried"},
+		files: map[string]string{
+			"handlers/old.go":  handlersGo,
+			"handlers/gone.go": "package handlers\n\nconst gone = 1\n",
+			"handlers/keep.go": "package handlers\n\nconst keep = 1\n",
 		},
-		{
-			module:   "example.com/zmachinery",
-			forkPath: "example.com/fork/staging/src/example.com/zmachinery",
-			files:    map[string]string{"meta/meta.go": "package meta\n\nvar Owned = false\n"},
-			patches: []fixturePatch{{
-				name:    "0001-UPSTREAM-carry-meta-own-the-maps.patch",
-				message: "UPSTREAM: <carry>: meta: own the maps\n\nThe maps were shared\nwith the cache.\n\nClone the maps: the <carry> owns\n/clusters/*/ now.\n\nThe new tests check ownership.\n",
+		patches: []fixturePatch{
+			{
+				name:    "0001-UPSTREAM-carry-handlers-move-serve.patch",
+				message: "UPSTREAM: <carry>: handlers: move Serve to new.go\n\nServe lived in old.go.\n\nMove it, drop gone.go and add a script.\n",
 				edit: func(t *testing.T, dir string) {
-					editFile(t, filepath.Join(dir, "meta/meta.go"), "false", "true")
-					testfs.Write(t, filepath.Join(dir, "meta/meta_test.go"), "package meta\n")
+					git(t, dir, "mv", "handlers/old.go", "handlers/new.go")
+					editFile(t, filepath.Join(dir, "handlers/new.go"), `"four"`, `"4"`)
+					git(t, dir, "rm", "-q", "handlers/gone.go")
+					editFile(t, filepath.Join(dir, "handlers/keep.go"), "keep = 1", "keep = 2")
+					testfs.Write(t, filepath.Join(dir, "hack/run.sh"), "#!/bin/sh\necho run\n")
+					if err := os.Chmod(filepath.Join(dir, "hack/run.sh"), 0o755); err != nil {
+						t.Fatal(err)
+					}
 				},
-			}},
+			},
+			{
+				name:    "0002-UPSTREAM-carry-handlers-edit-serve.patch",
+				message: "UPSTREAM: 12345: handlers: change Serve again\n\nChange it.\n\nThe new tests check it.\n",
+				edit: func(t *testing.T, dir string) {
+					editFile(t, filepath.Join(dir, "handlers/new.go"), `"one"`, `"1"`)
+					testfs.Write(t, filepath.Join(dir, "handlers/new_test.go"), "package handlers\n")
+				},
+			},
 		},
-	})
+	},
+	{
+		module:   "example.com/zmachinery",
+		forkPath: "example.com/fork/staging/src/example.com/zmachinery",
+		files:    map[string]string{"meta/meta.go": "package meta\n\nvar Owned = false\n"},
+		patches: []fixturePatch{{
+			name:    "0001-UPSTREAM-carry-meta-own-the-maps.patch",
+			message: "UPSTREAM: <carry>: meta: own the maps\n\nThe maps were shared\nwith the cache.\n\nClone the maps: the <carry> owns\n/clusters/*/ now.\n\nThe new tests check ownership.\n",
+			edit: func(t *testing.T, dir string) {
+				editFile(t, filepath.Join(dir, "meta/meta.go"), "false", "true")
+				testfs.Write(t, filepath.Join(dir, "meta/meta_test.go"), "package meta\n")
+			},
+		}},
+	},
 }
 
 // addKCPPRs gives root a kcp-patches/ of the named pull requests, each the
@@ -244,7 +287,7 @@ func TestExportStagingLayout(t *testing.T) {
 		t.Errorf("third patch subject:\n%s", got)
 	}
 
-	compareWithOverlay(t, root, out, stagingDirs)
+	compareWithOverlay(t, root, out, res, stagingDirs)
 
 	for _, p := range exportedPatches(t, out) {
 		if text := testfs.Read(t, p); strings.Contains(text, "Signed-off-by:") || strings.Contains(text, "tester@example.com") {
@@ -430,7 +473,7 @@ func TestExportForkRoot(t *testing.T) {
 	if !strings.Contains(testfs.Read(t, res.PR), "the one commit on "+testBranch+" serves") {
 		t.Errorf("PR.md does not name the branch")
 	}
-	compareWithOverlay(t, root, out, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
+	compareWithOverlay(t, root, out, res, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})
 }
 
 func TestExportOutDir(t *testing.T) {
@@ -537,4 +580,185 @@ func TestExportBadInput(t *testing.T) {
 	patch := filepath.Join(root, "staging-patches/example.com/aserver/0002-UPSTREAM-carry-handlers-edit-serve.patch")
 	testfs.Write(t, patch, strings.Replace(testfs.Read(t, patch), "Subject: [PATCH] UPSTREAM: 12345: handlers:", "Subject: [PATCH] handlers:", 1))
 	check("bad subject", Options{NoVerify: true}, patch+`:4: subject "handlers: change Serve again" does not match`)
+}
+
+// TestExportForkPRs: staging-patches/pull-requests splits the fork's series
+// into pull requests, each a series of its own numbered from 1: the fix's at
+// the top of --out, the later ones in kcp-dev-kubernetes-<name>/ with their
+// text, which quotes its own patch's verify step and says that it merges
+// after the fix's; together they still reproduce the overlay. With
+// --fork-version-includes the pin bump says what the detector brings.
+func TestExportForkPRs(t *testing.T) {
+	root := stagingFixture(t)
+	addKCPPRs(t, root, "1-pin-bump")
+	const detector = "example.com/aserver/0002-UPSTREAM-carry-handlers-edit-serve.patch"
+	testfs.Write(t, filepath.Join(root, "staging-patches", ForkPRsFile), "# later pull requests\ndetector "+detector+"\n")
+	pkgs := []string{"example.com/aserver/handlers", "example.com/zmachinery/meta"}
+	report := verifyReport(pkgs...)
+	report.Series = seriesHashes(t, root)
+	fix, later := report.Steps[0], report.Steps[0]
+	fix.Module, fix.Patch = "example.com/aserver", "0001-UPSTREAM-carry-handlers-move-serve.patch"
+	later.Module, later.Patch = "example.com/aserver", "0002-UPSTREAM-carry-handlers-edit-serve.patch"
+	later.Without = &verify.Outcome{Name: "before the detector", Packages: []verify.PackageOutcome{{ImportPath: pkgs[0], FailedTests: []string{"TestDetector"}}}}
+	report.Steps = []verify.Step{fix, later}
+	reportFile := filepath.Join(t.TempDir(), "verify.json")
+	writeJSONFile(t, reportFile, report)
+
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: out, VerifyReport: reportFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, p := range res.Patches {
+		files = append(files, p.File)
+	}
+	if want := []string{"0001-UPSTREAM-carry-meta-own-the-maps.patch", "0002-UPSTREAM-carry-handlers-move-Serve-to-new.go.patch"}; !slices.Equal(files, want) {
+		t.Errorf("the fix's patches = %q, want %q", files, want)
+	}
+	if len(res.ForkPRs) != 1 {
+		t.Fatalf("later fork pull requests = %+v, want the detector's", res.ForkPRs)
+	}
+	pr := res.ForkPRs[0]
+	if pr.Name != "detector" || pr.Dir != "kcp-dev-kubernetes-detector" || pr.PR != "kcp-dev-kubernetes-detector/PR.md" || pr.Title != "UPSTREAM: 12345: handlers: change Serve again" ||
+		len(pr.Patches) != 1 || pr.Patches[0].File != "kcp-dev-kubernetes-detector/0001-UPSTREAM-12345-handlers-change-Serve-again.patch" {
+		t.Errorf("the detector's pull request = %+v", pr)
+	}
+	if res.Title != "UPSTREAM: <carry>: handlers: move Serve to new.go" {
+		t.Errorf("the fix's title = %q", res.Title)
+	}
+	if got := res.Modules[1].Patches; !slices.Equal(got, []string{files[1], pr.Patches[0].File}) {
+		t.Errorf("aserver's patches = %q", got)
+	}
+	exportedContains(t, out, files[1], "Subject: [PATCH 2/2] UPSTREAM: <carry>: handlers: move Serve to new.go\n")
+	exportedContains(t, out, pr.Patches[0].File, "\nFrom: A U Thor <author@example.com>\n", "Subject: [PATCH 1/1] UPSTREAM: 12345: handlers: change Serve again\n",
+		"diff --git a/staging/src/example.com/aserver/handlers/new.go b/staging/src/example.com/aserver/handlers/new.go\n")
+	compareWithOverlay(t, root, out, res, stagingDirs)
+
+	fixText, detectorText := readOut(t, out, PRFile), readOut(t, out, pr.PR)
+	testfs.ContainsAll(t, PRFile, fixText, "FAIL example.com/aserver/handlers (before 0001-fix.patch, with its tests)", "TestOwned")
+	testfs.ContainsAll(t, pr.PR, detectorText,
+		"- `UPSTREAM: 12345: handlers: change Serve again` (`staging/src/example.com/aserver/handlers/new.go`, `staging/src/example.com/aserver/handlers/new_test.go`)\n",
+		"Without the change:\n\n```\nFAIL example.com/aserver/handlers (before the detector)\n",
+		"Merge this after the pull request of `UPSTREAM: <carry>: handlers: move Serve to new.go`: ",
+	)
+	if strings.Contains(fixText, "TestDetector") || strings.Contains(detectorText, "TestOwned") {
+		t.Errorf("a fork pull request quotes the other's verify step:\n%s\n%s", fixText, detectorText)
+	}
+	if strings.Contains(readOut(t, out, res.KCPPRs[0].PR), "KUBE_CACHE_MUTATION_DETECTOR") {
+		t.Errorf("the pin bump speaks of the detector, which its fork version does not hold")
+	}
+	reviewChecklist(t, out, res, true)
+
+	// The fork version holds the detector too; the fix's pull request has
+	// its number.
+	merged := filepath.Join(t.TempDir(), "merged")
+	res, err = Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: merged, NoVerify: true, ForkPR: 77,
+		ForkVersion: "v0.0.0-20261201120000-0123456789ab", ForkVersionIncludes: []string{"detector"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testfs.ContainsAll(t, "the pin bump's PR.md", readOut(t, merged, res.KCPPRs[0].PR),
+		"At v0.0.0-20261201120000-0123456789ab the fork's watch cache also honours `KUBE_CACHE_MUTATION_DETECTOR`, so kcp's jobs that set it to 1 now also check that no read writes into the watch cache")
+	testfs.ContainsAll(t, pr.PR, readOut(t, merged, pr.PR), "Merge this after kcp-dev/kubernetes#77: ")
+	reviewChecklist(t, merged, res, false)
+
+	// What the file and the flag refuse, before anything is written.
+	for _, c := range []struct{ file, want string }{
+		{"detector\n", ":1: want <name> <module>/<patch file>"},
+		{"Detector " + detector + "\n", ":1: want <name> <module>/<patch file>"},
+		{"detector example.com/aserver/0009-nope.patch\n", ":1: example.com/aserver/0009-nope.patch is no patch of the carry"},
+		{"detector example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch\n", "is the series' first patch, which starts the fix's pull request"},
+		{"detector " + detector + "\nlater example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", ":2: example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch does not come after " + detector},
+		{"other example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", "fork-pr-other.md.tmpl"},
+	} {
+		testfs.Write(t, filepath.Join(root, "staging-patches", ForkPRsFile), c.file)
+		bad := filepath.Join(t.TempDir(), "bad")
+		if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: bad, NoVerify: true}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.file, err, c.want)
+		}
+		if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%q: %s written", c.file, bad)
+		}
+	}
+	testfs.Write(t, filepath.Join(root, "staging-patches", ForkPRsFile), "detector "+detector+"\n")
+	for _, c := range []struct {
+		includes []string
+		version  string
+		want     string
+	}{
+		{[]string{"detector"}, "", "--fork-version-includes detector: give --fork-version too"},
+		{[]string{"other"}, "v0.0.0-20261201120000-0123456789ab", "--fork-version-includes other: no such later fork pull request in " + filepath.Join(root, "staging-patches", ForkPRsFile)},
+	} {
+		if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: filepath.Join(t.TempDir(), "bad"), NoVerify: true, ForkVersion: c.version, ForkVersionIncludes: c.includes}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--fork-version-includes %q: %v, want %q", c.includes, err, c.want)
+		}
+	}
+}
+
+// upstreamFixture is stagingFixture with a pull request for Kubernetes cut
+// on example.com/aserver v0.2.0, which the proxy serves as upstream's.
+func upstreamFixture(t *testing.T) string {
+	return newCarryFixture(t, stagingModules, fixtureUpstream{
+		mod:   module.Version{Path: "example.com/aserver", Version: "v0.2.0"},
+		files: map[string]string{"go.mod": "module example.com/aserver\n\ngo 1.22\n", "handlers/keep.go": "package handlers\n\nconst keep = 1\n"},
+		patches: []fixturePatch{{
+			name:    "0001-handlers-keep-two.patch",
+			message: "handlers: keep two\n\nKeep two, and test it.\n",
+			edit: func(t *testing.T, dir string) {
+				editFile(t, filepath.Join(dir, "staging/src/example.com/aserver/handlers/keep.go"), "keep = 1", "keep = 2")
+				testfs.Write(t, filepath.Join(dir, "staging/src/example.com/aserver/handlers/keep_test.go"), "package handlers\n")
+			},
+		}},
+	})
+}
+
+// TestExportUpstream: upstream-patches/kubernetes is written to
+// kubernetes-kubernetes/, its patch by the submitter (signed off with
+// --signoff) after it applied with git am to the upstream module it is cut
+// on, laid out at its staging path, with a text in Kubernetes' template. A
+// patch that does not apply there, or a base module whose zip is not the one
+// named, stops the export before anything is written.
+func TestExportUpstream(t *testing.T) {
+	root := upstreamFixture(t)
+	addKCPPRs(t, root, "1-pin-bump")
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := Run(context.Background(), Options{Author: submitter, Signoff: true, BaseBranch: testBranch, Root: root, OutDir: out, NoVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := res.Upstream
+	if up == nil || up.Dir != "kubernetes-kubernetes" || up.PR != "kubernetes-kubernetes/PR.md" || up.Title != "handlers: keep two" ||
+		!slices.Equal(up.Base, []string{"example.com/aserver@v0.2.0"}) || len(up.Patches) != 1 {
+		t.Fatalf("the pull request for kubernetes/kubernetes = %+v", up)
+	}
+	p := up.Patches[0]
+	if p.File != "kubernetes-kubernetes/0001-handlers-keep-two.patch" || !slices.Equal(p.AppliesTo, up.Base) ||
+		!slices.Equal(p.Files, []string{"staging/src/example.com/aserver/handlers/keep.go", "staging/src/example.com/aserver/handlers/keep_test.go"}) {
+		t.Errorf("its patch = %+v", p)
+	}
+	exportedContains(t, out, p.File, "\nFrom: A U Thor <author@example.com>\n", "Subject: [PATCH] handlers: keep two\n", "\nSigned-off-by: A U Thor <author@example.com>\n",
+		"diff --git a/staging/src/example.com/aserver/handlers/keep.go b/staging/src/example.com/aserver/handlers/keep.go\n")
+	testfs.ContainsAll(t, up.PR, readOut(t, out, up.PR), "#### What type of PR is this?\n\n/kind feature\n", "#118040")
+	reviewChecklist(t, out, res, false)
+
+	upDir := filepath.Join(root, "upstream-patches", "kubernetes")
+	patch := filepath.Join(upDir, "0001-handlers-keep-two.patch")
+	good := testfs.Read(t, patch)
+	testfs.Write(t, patch, strings.Replace(good, "-const keep = 1", "-const keep = 3", 1))
+	bad := filepath.Join(t.TempDir(), "bad")
+	if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: bad, NoVerify: true}); err == nil ||
+		!strings.Contains(err.Error(), patch+" does not apply to example.com/aserver@v0.2.0 (git am)") {
+		t.Errorf("a patch that does not apply upstream: %v", err)
+	}
+	testfs.Write(t, patch, good)
+	baseFile := filepath.Join(upDir, "base")
+	testfs.Write(t, baseFile, "example.com/aserver v0.2.0 h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+	if _, err := Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: bad, NoVerify: true}); err == nil ||
+		!strings.Contains(err.Error(), baseFile+": example.com/aserver@v0.2.0: zip ") {
+		t.Errorf("a base zip of another hash: %v", err)
+	}
+	if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed export wrote %s", bad)
+	}
 }

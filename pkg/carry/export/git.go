@@ -52,10 +52,12 @@ func (g *gitRepo) am(ctx context.Context, patch, dir string) error {
 	return err
 }
 
-// FormatPatchArgs are the options of the git format-patch run that writes
-// the exported series (followed by -o DIR base..HEAD):
+// FormatPatchArgs are the options of the git format-patch runs that write
+// the exported series, one per fork pull request (followed by -o DIR
+// from..to):
 //
-//   - --numbered: [PATCH n/m] subjects, n/m across all carried modules;
+//   - --numbered: [PATCH n/m] subjects, n/m across the pull request's
+//     patches of all carried modules;
 //   - --zero-commit --no-signature: no commit hashes of the throwaway
 //     repository and no git version, so the output is reproducible;
 //   - --full-index: full blob names on index lines; the pristine blobs are
@@ -74,10 +76,10 @@ var FormatPatchArgs = []string{
 	"--src-prefix=a/", "--dst-prefix=b/", "--no-cover-letter", "--no-thread",
 }
 
-// formatPatch writes base..HEAD as numbered patch files into out and returns
-// their paths in order.
-func (g *gitRepo) formatPatch(ctx context.Context, out string) ([]string, error) {
-	args := append(append([]string(nil), FormatPatchArgs...), "-o", out, "base..HEAD")
+// formatPatch writes the commits of revs (from..to) as numbered patch files
+// into out and returns their paths in order.
+func (g *gitRepo) formatPatch(ctx context.Context, out, revs string) ([]string, error) {
+	args := append(append([]string(nil), FormatPatchArgs...), "-o", out, revs)
 	stdout, err := g.Run(ctx, args...)
 	if err != nil {
 		return nil, err

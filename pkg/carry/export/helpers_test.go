@@ -134,11 +134,27 @@ func exportedContains(t *testing.T, out, file string, wants ...string) string {
 	return text
 }
 
-// compareWithOverlay fails the test unless the exported series in out,
-// applied to the pristine fork, gives the trees overlay.Run builds.
-func compareWithOverlay(t *testing.T, root, out string, dirs map[string]string) {
+// forkSeries are the files of every fork pull request res wrote to out, in
+// merge order: the fix's, then the later ones'.
+func forkSeries(out string, res *Result) []string {
+	var files []string
+	for _, p := range res.Patches {
+		files = append(files, filepath.Join(out, filepath.FromSlash(p.File)))
+	}
+	for _, pr := range res.ForkPRs {
+		for _, p := range pr.Patches {
+			files = append(files, filepath.Join(out, filepath.FromSlash(p.File)))
+		}
+	}
+	return files
+}
+
+// compareWithOverlay fails the test unless the fork pull requests res
+// wrote to out, applied in merge order to the pristine fork, give the trees
+// overlay.Run builds.
+func compareWithOverlay(t *testing.T, root, out string, res *Result, dirs map[string]string) {
 	t.Helper()
-	got, err := patchedTrees(t, root, dirs, exportedPatches(t, out))
+	got, err := patchedTrees(t, root, dirs, forkSeries(out, res))
 	if err != nil {
 		t.Fatalf("the exported series does not apply to the pristine fork: %v", err)
 	}

@@ -39,13 +39,15 @@ type KCPBackportResult struct {
 	Patches []KCPPatchResult `json:"patches"`
 }
 
-// KCPPatchResult is one exported patch for kcp itself.
+// KCPPatchResult is one exported patch for kcp itself, or for Kubernetes
+// (UpstreamPRResult).
 type KCPPatchResult struct {
 	// File is its path relative to --out (kcp-dev-kcp/1-pin-bump/0001-....patch).
 	File    string   `json:"file"`
 	Subject string   `json:"subject"`
 	Files   []string `json:"files"`
-	// AppliesTo are the kcp trees it was applied to with git am.
+	// AppliesTo are what it was applied to with git am: the kcp trees, or
+	// the upstream modules.
 	AppliesTo []string `json:"appliesTo,omitempty"`
 	// Body is the commit message below the subject.
 	Body string `json:"-"`
@@ -91,11 +93,11 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 	for _, pr := range prs {
 		dir := filepath.ToSlash(filepath.Join(KCPDir, pr.Name))
 		r := KCPPRResult{Dir: dir, Name: pr.Name, PR: dir + "/" + PRFile}
-		if r.Patches, err = writeKCPSeries(tmp, dir, pr.Series, appliesTo[pr.Series], who, signoff); err != nil {
+		if r.Patches, err = writeSeries(tmp, dir, pr.Series, appliesTo[pr.Series], who, signoff); err != nil {
 			return nil, err
 		}
 		for _, b := range pr.Backports {
-			patches, err := writeKCPSeries(tmp, dir+"/"+b.Branch, b.Series, appliesTo[b.Series], who, signoff)
+			patches, err := writeSeries(tmp, dir+"/"+b.Branch, b.Series, appliesTo[b.Series], who, signoff)
 			if err != nil {
 				return nil, err
 			}
@@ -106,9 +108,10 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 	return out, nil
 }
 
-// writeKCPSeries writes the patches of s into tmp/dir with who as their
-// author and, with signoff, its Signed-off-by.
-func writeKCPSeries(tmp, dir string, s *series.Series, trees []string, who Identity, signoff bool) ([]KCPPatchResult, error) {
+// writeSeries writes the patches of s into tmp/dir with who as their
+// author and, with signoff, its Signed-off-by; trees are what they applied
+// to.
+func writeSeries(tmp, dir string, s *series.Series, trees []string, who Identity, signoff bool) ([]KCPPatchResult, error) {
 	if err := os.MkdirAll(filepath.Join(tmp, dir), 0o755); err != nil {
 		return nil, err
 	}

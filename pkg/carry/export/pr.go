@@ -17,13 +17,17 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/util/markdown"
 )
 
-// The pull request texts, in kcp's template and short: the fork's (PR.md),
-// and one per kcp pull request (kcp-dev-kcp/<n>-<name>/PR.md), from
-// kcp-pr-<name>.md.tmpl, or, for a pull request without one yet, from its
-// commit messages (generic-kcp-pr.md.tmpl); and the issue the fork's text
-// leaves to itself (IssueFile, from issue-watch-event-cross-talk.md.tmpl).
+// The pull request texts, in kcp's template and short: the fork's (PR.md)
+// and those of its later pull requests (kcp-dev-kubernetes-<name>/PR.md,
+// from fork-pr-<name>.md.tmpl), and one per kcp pull request
+// (kcp-dev-kcp/<n>-<name>/PR.md), from kcp-pr-<name>.md.tmpl, or, for a pull
+// request without one yet, from its commit messages (generic-kcp-pr.md.tmpl);
+// and the issue the fork's text leaves to itself (IssueFile, from
+// issue-watch-event-cross-talk.md.tmpl); and the pull request for
+// kubernetes/kubernetes (kubernetes-kubernetes/PR.md, in Kubernetes' template,
+// from kubernetes-pr.md.tmpl).
 //
-//go:embed fork-pr.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl
+//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl kubernetes-pr.md.tmpl
 var templates embed.FS
 
 // IssueFile is the draft of the issue the fork's pull request leaves open:
@@ -51,13 +55,20 @@ type prData struct {
 	ForkVersion        string
 	// ForkPR is the number of the fork's pull request (kcp-dev/kubernetes#N);
 	// 0 until the submitter opened it.
-	ForkPR  int
+	ForkPR int
+	// FixTitle is the fix's pull request's title.
+	FixTitle string
+	// Merged are the fork's later pull requests ForkVersion holds too, by
+	// name.
+	Merged map[string]bool
+	// Patches are the fork pull request's being written: the fix's, but
+	// for a later one's text.
 	Patches []prPatch
-	// FixTest is the last test file the series adds or changes, the fix's;
-	// "" when none does.
+	// FixTest is the last test file the pull request's patches add or
+	// change; "" when none does.
 	FixTest string
-	// Verify is how the fix's tests fail without it, from the verify run
-	// this export ran or quotes; "" when none.
+	// Verify is how the pull request's tests fail without it, from the
+	// verify run this export ran or quotes; "" when none.
 	Verify string
 	// BumpCommand is the pin bump as the submitter runs it in kcp's tree
 	// (KCPBumpScript with BRANCH the fork version, or a placeholder), and
@@ -66,6 +77,8 @@ type prData struct {
 	BumpCommand, PinCheck string
 	// KCP is the kcp pull request being written.
 	KCP *KCPPRResult
+	// Upstream is the pull request for kubernetes/kubernetes.
+	Upstream *UpstreamPRResult
 	// RaceSuite is kcp's whole shared e2e suite under the race target, from
 	// race-suite-run.json; nil until that file has figures.
 	RaceSuite *RaceSuiteRun
@@ -84,48 +97,43 @@ type prTexts map[string][]byte
 // pinStamp is the timestamp and commit of a pseudo-version.
 var pinStamp = regexp.MustCompile(`([0-9]{14})-([0-9a-f]{12})$`)
 
-func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin string) (prTexts, error) {
+func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin string) (prTexts, error) {
 	stamp := pinStamp.FindStringSubmatch(pin)
 	if !module.IsPseudoVersion(pin) || stamp == nil {
 		return nil, fmt.Errorf("the carry's fork pin %s is not a pseudo-version: the pin bump needs one", pin)
 	}
 	d := prData{
 		Repo: res.Repo, Base: res.Base, BaseBranch: o.BaseBranch, ForkVersion: o.ForkVersion, ForkPR: o.ForkPR,
-		BaseRev: stamp[2], BaseStamp: stamp[0],
+		BaseRev: stamp[2], BaseStamp: stamp[0], FixTitle: forkPRs[0].title(), Merged: map[string]bool{},
+	}
+	for _, name := range o.ForkVersionIncludes {
+		d.Merged[name] = true
 	}
 	d.BumpCommand, d.PinCheck = pinBump(o.ForkVersion, d.BaseRev)
 	var err error
 	if d.RaceSuite, err = loadRaceSuiteRun(); err != nil {
 		return nil, err
 	}
-	for i, e := range all {
-		var files []string
-		for _, f := range e.res.Files {
-			files = append(files, markdown.CodeSpan(f))
-		}
-		d.Patches = append(d.Patches, prPatch{N: i + 1, Subject: e.res.Subject, Files: strings.Join(files, ", ")})
-	}
-	for _, e := range all {
-		for _, f := range e.out.Files {
-			if !f.IsDelete && strings.HasSuffix(f.NewName, "_test.go") {
-				d.FixTest = f.NewName
-			}
-		}
-	}
-	if v.report != nil {
-		// PR.md quotes how the fix's tests fail without it.
-		if fix := v.report.Steps[len(v.report.Steps)-1]; fix.Without != nil {
-			var b strings.Builder
-			fix.Without.WriteText(&b)
-			d.Verify = strings.TrimRight(b.String(), "\n")
-		}
-	}
+	d.forkPR(forkPRs[0], v)
 	texts := prTexts{}
 	if texts[PRFile], err = render("fork-pr.md.tmpl", d); err != nil {
 		return nil, err
 	}
+	for _, pr := range forkPRs[1:] {
+		later := d
+		later.forkPR(pr, v)
+		if texts[pr.dir+"/"+PRFile], err = render("fork-pr-"+pr.name+".md.tmpl", later); err != nil {
+			return nil, fmt.Errorf("the fork's pull request %s (%s): %w", pr.name, ForkPRsFile, err)
+		}
+	}
 	if texts[IssueFile], err = render("issue-watch-event-cross-talk.md.tmpl", d); err != nil {
 		return nil, err
+	}
+	if res.Upstream != nil {
+		d.Upstream = res.Upstream
+		if texts[res.Upstream.PR], err = render("kubernetes-pr.md.tmpl", d); err != nil {
+			return nil, err
+		}
 	}
 	for i := range res.KCPPRs {
 		pr := &res.KCPPRs[i]
@@ -139,6 +147,36 @@ func renderPRs(res *Result, all []*exported, v *verifyEvidence, o Options, pin s
 		}
 	}
 	return texts, nil
+}
+
+// forkPR sets what d says of the fork pull request pr: its patches, the
+// last test file they change, and how its tests fail without it, from the
+// verify step of its last patch.
+func (d *prData) forkPR(pr *forkPR, v *verifyEvidence) {
+	d.Patches, d.FixTest, d.Verify = nil, "", ""
+	for i, e := range pr.patches {
+		var files []string
+		for _, f := range e.res.Files {
+			files = append(files, markdown.CodeSpan(f))
+		}
+		d.Patches = append(d.Patches, prPatch{N: i + 1, Subject: e.res.Subject, Files: strings.Join(files, ", ")})
+		for _, f := range e.out.Files {
+			if !f.IsDelete && strings.HasSuffix(f.NewName, "_test.go") {
+				d.FixTest = f.NewName
+			}
+		}
+	}
+	if v.report == nil {
+		return
+	}
+	last := pr.patches[len(pr.patches)-1]
+	for _, step := range v.report.Steps {
+		if step.Module == last.mod.in.Module && step.Patch == last.carried.Name && step.Without != nil {
+			var b strings.Builder
+			step.Without.WriteText(&b)
+			d.Verify = strings.TrimRight(b.String(), "\n")
+		}
+	}
 }
 
 // ForkVersionPlaceholder stands for the fork version in the pin bump's

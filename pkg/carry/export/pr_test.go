@@ -96,8 +96,9 @@ func TestReadVerifyReport(t *testing.T) {
 }
 
 // TestExportVerifyReport: with a verify report, PR.md quotes how the fix's
-// tests fail without it, and nothing more of the run; a report that is not
-// verified stops the export before anything is written.
+// tests fail without it (the step of its last patch), and nothing more of
+// the run; a report that is not verified stops the export before anything
+// is written.
 func TestExportVerifyReport(t *testing.T) {
 	root := stagingFixture(t)
 	addKCPPRs(t, root, "1-pin-bump")
@@ -105,6 +106,8 @@ func TestExportVerifyReport(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "verify.json")
 	saved := verifyReport(pkgs...)
 	saved.Series = seriesHashes(t, root)
+	// The step PR.md quotes is that of the fix's last patch.
+	saved.Steps[0].Module, saved.Steps[0].Patch = "example.com/aserver", "0002-UPSTREAM-carry-handlers-edit-serve.patch"
 	writeJSONFile(t, report, saved)
 
 	out := filepath.Join(t.TempDir(), "out")

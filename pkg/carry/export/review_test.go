@@ -34,6 +34,14 @@ var (
 	// The kinds a kcp pull request of ours may have, of those kcp's template
 	// lists (kind/chore: maintenance such as a CI job).
 	kcpKind = regexp.MustCompile(`\n/kind (bug|chore|cleanup|feature)\n`)
+	// Kubernetes' pull request template (.github/PULL_REQUEST_TEMPLATE.md of
+	// kubernetes/kubernetes): its sections, in order, without its comments.
+	kubernetesTemplate = regexp.MustCompile("(?s)^#### What type of PR is this\\?\n\n/kind (bug|cleanup|feature|failing-test|flake|documentation|api-change|deprecation|regression)\n\n" +
+		"#### What this PR does / why we need it:\n\n.+\n\n" +
+		"#### Which issue\\(s\\) this PR fixes:\n\n.+\n\n" +
+		"#### Special notes for your reviewer:\n\n.+\n\n" +
+		"#### Does this PR introduce a user-facing change\\?\n\n```release-note\n.+\n```\n\n" +
+		"#### Additional documentation e\\.g\\., KEPs \\(Kubernetes Enhancement Proposals\\), usage docs, etc\\.:\n\n```docs\n.*```\n$")
 )
 
 // reviewChecklist checks what the export wrote to out against what a kcp
@@ -89,9 +97,49 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 			t.Errorf("%s: subject of %d characters, want at most %d: %q", p.File, len(p.Subject), maxSubject, p.Subject)
 		}
 	}
+	// The fork's later pull requests: each in the same template, titled by
+	// its last subject, and merging after the fix's, which it says.
+	for _, pr := range res.ForkPRs {
+		text := readOut(t, out, pr.PR)
+		checkPRText(t, pr.PR, text, verified)
+		if !strings.Contains(text, "\nRefs kcp-dev/kcp#4551\n") || strings.Contains(text, "Fixes") {
+			t.Errorf("%s: want Refs kcp-dev/kcp#4551 and no Fixes", pr.PR)
+		}
+		if note := releaseNote(t, pr.PR, text); note != "NONE" {
+			t.Errorf("%s: release note %q, want NONE: the fork publishes none", pr.PR, note)
+		}
+		if len(pr.Title) > maxSubject || pr.Title != pr.Patches[len(pr.Patches)-1].Subject {
+			t.Errorf("the fork's pull request %s is titled %q: want its last subject, at most %d characters", pr.Name, pr.Title, maxSubject)
+		}
+		for _, p := range pr.Patches {
+			if len(p.Subject) > maxSubject {
+				t.Errorf("%s: subject of %d characters, want at most %d: %q", p.File, len(p.Subject), maxSubject, p.Subject)
+			}
+		}
+		after := "the pull request of `" + res.Title + "`"
+		if res.ForkPR > 0 {
+			after = fmt.Sprintf("kcp-dev/kubernetes#%d", res.ForkPR)
+		}
+		if !strings.Contains(text, "Merge this after "+after) {
+			t.Errorf("%s: does not say that it merges after the fix's pull request (%s)", pr.PR, after)
+		}
+	}
 	issue := readOut(t, out, IssueFile)
 	for _, p := range issueProblems(issue) {
 		t.Errorf("%s: %s", IssueFile, p)
+	}
+
+	// The pull request for kubernetes/kubernetes: Kubernetes' template, short,
+	// standing alone.
+	if res.Upstream != nil {
+		for _, p := range kubernetesTextProblems(readOut(t, out, res.Upstream.PR)) {
+			t.Errorf("%s: %s", res.Upstream.PR, p)
+		}
+		for _, p := range res.Upstream.Patches {
+			if len(p.Subject) > maxSubject || strings.HasPrefix(p.Subject, "UPSTREAM:") {
+				t.Errorf("%s: subject %q: want at most %d characters, and not the fork's UPSTREAM: convention", p.File, p.Subject, maxSubject)
+			}
+		}
 	}
 
 	var bump *KCPPRResult
@@ -109,6 +157,11 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	kcp := readOut(t, out, bump.PR)
 	for _, p := range pinBumpProblems(kcp, res.ForkPR) {
 		t.Errorf("%s: %s", bump.PR, p)
+	}
+	// The pin bump says what the detector's pull request brings kcp's jobs
+	// when the fork version it pins holds it, and only then.
+	if merged := slices.Contains(res.ForkVersionIncludes, "detector"); merged != strings.Contains(kcp, "KUBE_CACHE_MUTATION_DETECTOR") {
+		t.Errorf("%s: the fork version holds the detector: %v, but the text says what it brings: %v", bump.PR, merged, !merged)
 	}
 	// The repository's pin bump fixes kcp's script first: the text's first
 	// commit, without which the script moves 1 replace of 34.
@@ -364,6 +417,27 @@ func kcpPatchProblems(patch string) []string {
 	return problems
 }
 
+// kubernetesTextProblems is what the pull request for kubernetes/kubernetes
+// must be: in Kubernetes' template (kubernetesTemplate), short, with no
+// comment, no relative link and nothing of the fork's conventions, and
+// honest about the pull request it takes up, #118040, which it names.
+func kubernetesTextProblems(text string) []string {
+	var problems []string
+	if !kubernetesTemplate.MatchString(text) {
+		problems = append(problems, "does not follow Kubernetes' template (What type of PR is this? /kind, What this PR does / why we need it:, Which issue(s) this PR fixes:, Special notes for your reviewer:, Does this PR introduce a user-facing change? with a release-note block, Additional documentation ... with a docs block)")
+	}
+	problems = append(problems, standAloneProblems(text)...)
+	for _, fork := range []string{"UPSTREAM:", "<carry>", "kcp-dev/kubernetes"} {
+		if strings.Contains(text, fork) {
+			problems = append(problems, fmt.Sprintf("names %q, the fork's: Kubernetes' text stands on its own", fork))
+		}
+	}
+	if !strings.Contains(text, "#118040") {
+		problems = append(problems, "does not refer to #118040, the watch cache mutation detector proposed in 2023 and closed unmerged")
+	}
+	return problems
+}
+
 // issueProblems is what the issue draft beside the fork's text must be: in
 // kcp's bug report's sections, short, with no header comment and no relative
 // link.
@@ -372,6 +446,13 @@ func issueProblems(text string) []string {
 	if !regexp.MustCompile(`(?s)^Title: .*\n### Describe the bug\n.*\n### Steps To Reproduce\n.*\n### Expected Behaviour\n.*\n### Additional Context\n`).MatchString(text) {
 		problems = append(problems, "want a title and kcp's bug report sections (Describe the bug, Steps To Reproduce, Expected Behaviour, Additional Context)")
 	}
+	return append(problems, standAloneProblems(text)...)
+}
+
+// standAloneProblems is what a text for another repository must not have:
+// an HTML comment, more than maxPRLines lines, a relative link.
+func standAloneProblems(text string) []string {
+	var problems []string
 	if strings.Contains(text, "<!--") {
 		problems = append(problems, "has an HTML comment")
 	}
@@ -417,16 +498,8 @@ func checkPRText(t *testing.T, name, text string, verified bool) {
 	if !strings.Contains(text, "\n/kind ") {
 		t.Errorf("%s has no /kind", name)
 	}
-	if strings.Contains(text, "<!--") {
-		t.Errorf("%s has an HTML comment; a pull request text has no header", name)
-	}
-	if n := strings.Count(text, "\n"); n > maxPRLines {
-		t.Errorf("%s has %d lines, want at most %d", name, n, maxPRLines)
-	}
-	for _, m := range markdownLink.FindAllStringSubmatch(text, -1) {
-		if !strings.HasPrefix(m[1], "https://") {
-			t.Errorf("%s links %q: a pull request text has no relative links", name, m[1])
-		}
+	for _, p := range standAloneProblems(text) {
+		t.Errorf("%s: %s", name, p)
 	}
 	if !verified {
 		for _, claim := range []string{"Without the fix, for this pull request", "\nFAIL ", "verified"} {

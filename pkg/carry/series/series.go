@@ -154,13 +154,12 @@ func parseSeriesFile(path string, data []byte) ([]seriesEntry, []error) {
 		errs    []error
 		seen    = map[string]int{}
 	)
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.Fields(line)
+	lines, err := Lines(data)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("reading %s: %w", path, err))
+	}
+	for _, l := range lines {
+		n, fields := l.N, l.Fields
 		if len(fields) > 1 {
 			// quilt allows per-patch options such as -p0; our patches are all
 			// git format-patch output applied with -p1.
@@ -179,10 +178,32 @@ func parseSeriesFile(path string, data []byte) ([]seriesEntry, []error) {
 		seen[name] = n
 		entries = append(entries, seriesEntry{name: name, line: n})
 	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("reading %s: %w", path, err))
-	}
 	return entries, errs
+}
+
+// Line is a line of a list file like series that is neither blank nor a `#`
+// comment.
+type Line struct {
+	// N is its number, from 1.
+	N int
+	// Fields are its words (strings.Fields).
+	Fields []string
+}
+
+// Lines returns the lines of data that are neither blank nor `#` comments:
+// the lines of series and of the other list files kept next to it. The
+// lines before a read error are returned with it.
+func Lines(data []byte) ([]Line, error) {
+	var lines []Line
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		lines = append(lines, Line{N: n, Fields: strings.Fields(line)})
+	}
+	return lines, sc.Err()
 }
 
 // ParsePatch parses a git format-patch file whose subject follows the

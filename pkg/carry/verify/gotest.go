@@ -11,7 +11,9 @@ import (
 // PackageOutcome is what `go test -json` said about one package.
 type PackageOutcome struct {
 	ImportPath string `json:"importPath"`
-	Passed     bool   `json:"passed"`
+	// Run is the -run pattern the package's tests ran with, "" for all.
+	Run    string `json:"run,omitempty"`
+	Passed bool   `json:"passed"`
 	// BuildFailed means the tests did not compile: that proves nothing about
 	// the fix, so it never counts as a failure "without the carry".
 	BuildFailed bool     `json:"buildFailed,omitempty"`

@@ -1,16 +1,20 @@
 // Package verify runs the carry's own regression tests the way an upstream
 // reviewer bisects a series: the patches are applied to the pristine fork one
-// at a time, and after each the tested packages must pass under -race; before
-// each patch that changes tests, the series so far plus only that patch's
-// _test.go changes must fail (assertion, race report or runtime crash). So
-// every patch builds and passes on its own, and every test a patch brings
-// fails without the patch's fix. Options.NoRace runs the same steps without
-// -race, where a failure is an assertion or a runtime crash.
+// at a time, and after each the packages whose tests the series so far
+// changes must pass under -race; before each patch that changes tests, the
+// series so far plus only that patch's _test.go changes must fail in the
+// packages whose tests it changes (assertion, race report or runtime crash).
+// So every patch builds and passes on its own, and every test a patch brings
+// fails without the patch's fix. A package named in a module's verify-run
+// file (RunFile) runs only the tests named there. Options.NoRace runs the
+// same steps without -race, where a failure is an assertion or a runtime
+// crash.
 package verify
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,6 +22,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -70,7 +75,10 @@ type Report struct {
 	// with, so a saved report can be matched to the carry it verified.
 	Series   map[string]string `json:"series"`
 	Packages []string          `json:"packages"`
-	Steps    []Step            `json:"steps"`
+	// Run is the go test -run pattern of each package that runs only the
+	// tests its module's RunFile names; the others run whole.
+	Run   map[string]string `json:"run,omitempty"`
+	Steps []Step            `json:"steps"`
 	// Problems lists why the carry is not verified; empty means every patch
 	// passes the tests on its own and its tests fail without its fix.
 	Problems []string `json:"problems,omitempty"`
@@ -104,7 +112,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(pkgs) == 0 {
 		return nil, fmt.Errorf("%s: the carry adds or changes no _test.go file, so there is nothing to verify", c.PatchesDir)
 	}
-	report := &Report{Race: !opts.NoRace, Series: SeriesHashes(carry), Packages: pkgs}
+	run, err := RunPatterns(c)
+	if err != nil {
+		return nil, err
+	}
+	report := &Report{Race: !opts.NoRace, Series: SeriesHashes(carry), Packages: pkgs, Run: run}
 	mode := "-race"
 	if opts.NoRace {
 		mode = "without -race"
@@ -140,15 +152,23 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 		return nil
 	}
+	// tested holds the packages whose tests the patches applied so far
+	// change: a package is verified from the patch that first changes its
+	// tests on (before, its tests may not even compile on the fork).
+	tested := map[string]bool{}
 	for _, in := range ins {
 		for _, p := range in.Series.Patches {
 			step := Step{Module: in.Module, Patch: p.Name}
+			own := testedPackages(in.Module, []*series.Patch{p})
+			for _, pkg := range own {
+				tested[pkg] = true
+			}
 			if changesTests(p) {
 				if err := build(in.Module, p, isTestFile); err != nil {
 					return nil, err
 				}
 				fmt.Fprintf(progress, "carry verify: %s: the series before %s, with only its tests (%s): must fail\n", in.Module, p.Name, mode)
-				without, err := goTest(ctx, root, goWork, fmt.Sprintf("before %s, with its tests", p.Name), pkgs, report.Race)
+				without, err := goTest(ctx, root, goWork, fmt.Sprintf("before %s, with its tests", p.Name), own, run, report.Race)
 				if err != nil {
 					return nil, err
 				}
@@ -158,9 +178,12 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			if err := build(in.Module, nil, nil); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(progress, "carry verify: %s: the series up to %s (%s): must pass\n", in.Module, p.Name, mode)
-			if step.With, err = goTest(ctx, root, goWork, "with "+p.Name, pkgs, report.Race); err != nil {
-				return nil, err
+			step.With = Outcome{Name: "with " + p.Name}
+			if len(tested) > 0 {
+				fmt.Fprintf(progress, "carry verify: %s: the series up to %s (%s): must pass\n", in.Module, p.Name, mode)
+				if step.With, err = goTest(ctx, root, goWork, "with "+p.Name, slices.Sorted(maps.Keys(tested)), run, report.Race); err != nil {
+					return nil, err
+				}
 			}
 			report.Steps = append(report.Steps, step)
 		}
@@ -215,31 +238,115 @@ func SeriesHashes(carry map[string]*series.Series) map[string]string {
 // TestedPackages lists the import paths of the packages whose _test.go files
 // the series (by module path) add or change: what `carry verify` runs.
 func TestedPackages(carry map[string]*series.Series) []string {
-	seen := map[string]bool{}
+	var pkgs []string
 	for mod, s := range carry {
-		for _, p := range s.Patches {
-			for _, f := range p.Files {
-				name := f.NewName
-				if f.IsDelete {
-					name = f.OldName
-				}
-				if isTestFile(name) {
-					seen[path.Join(mod, path.Dir(name))] = true
-				}
+		pkgs = append(pkgs, testedPackages(mod, s.Patches)...)
+	}
+	sort.Strings(pkgs)
+	return slices.Compact(pkgs)
+}
+
+// testedPackages lists, sorted, the import paths of the packages of module
+// mod whose _test.go files patches add or change.
+func testedPackages(mod string, patches []*series.Patch) []string {
+	seen := map[string]bool{}
+	for _, p := range patches {
+		for _, f := range p.Files {
+			name := f.NewName
+			if f.IsDelete {
+				name = f.OldName
+			}
+			if isTestFile(name) {
+				seen[path.Join(mod, path.Dir(name))] = true
 			}
 		}
 	}
-	var pkgs []string
-	for p := range seen {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
-	return pkgs
+	return slices.Sorted(maps.Keys(seen))
 }
 
-// goTest runs `go test [-race] -count=1 -json` on pkgs in the workspace goWork.
-func goTest(ctx context.Context, root, goWork, name string, pkgs []string, race bool) (Outcome, error) {
+// RunFile names, next to a module's series, the packages whose tests carry
+// verify runs by name instead of whole, where the fork's own tests do not
+// pass: one "<package directory in the module> <go test -run pattern>" a
+// line, `#` comments and blank lines allowed.
+const RunFile = "verify-run"
+
+// RunPatterns reads every carried module's RunFile, if it has one, and maps
+// each package it names (import path) to its -run pattern. A package whose
+// tests the series does not change, a package named twice and a pattern
+// that is not a regular expression are errors naming the line.
+func RunPatterns(c *carryset.Carry) (map[string]string, error) {
+	run := map[string]string{}
+	var errs []error
+	for _, in := range c.Modules {
+		file := filepath.Join(in.Series.Dir, RunFile)
+		data, err := os.ReadFile(file)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		tested := testedPackages(in.Module, in.Series.Patches)
+		lines, err := series.Lines(data)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+		for _, l := range lines {
+			if len(l.Fields) != 2 {
+				errs = append(errs, fmt.Errorf("%s:%d: want \"<package directory> <go test -run pattern>\", got %q", file, l.N, strings.Join(l.Fields, " ")))
+				continue
+			}
+			pkg := path.Join(in.Module, l.Fields[0])
+			if _, err := regexp.Compile(l.Fields[1]); err != nil {
+				errs = append(errs, fmt.Errorf("%s:%d: %w", file, l.N, err))
+				continue
+			}
+			if !slices.Contains(tested, pkg) {
+				errs = append(errs, fmt.Errorf("%s:%d: %s: the series changes no test of this package", file, l.N, pkg))
+				continue
+			}
+			if _, twice := run[pkg]; twice {
+				errs = append(errs, fmt.Errorf("%s:%d: %s named twice", file, l.N, pkg))
+				continue
+			}
+			run[pkg] = l.Fields[1]
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if len(run) == 0 {
+		return nil, nil
+	}
+	return run, nil
+}
+
+// goTest runs `go test [-race] -count=1 -json` on pkgs in the workspace
+// goWork: the packages run names with their -run pattern, one go test for
+// each pattern, the others whole.
+func goTest(ctx context.Context, root, goWork, name string, pkgs []string, run map[string]string, race bool) (Outcome, error) {
+	byPattern := map[string][]string{}
+	for _, p := range pkgs {
+		byPattern[run[p]] = append(byPattern[run[p]], p)
+	}
+	out := Outcome{Name: name}
+	for _, pattern := range slices.Sorted(maps.Keys(byPattern)) {
+		outcomes, err := goTestRun(ctx, root, goWork, byPattern[pattern], pattern, race)
+		if err != nil {
+			return Outcome{}, err
+		}
+		out.Packages = append(out.Packages, outcomes...)
+	}
+	sort.Slice(out.Packages, func(i, j int) bool { return out.Packages[i].ImportPath < out.Packages[j].ImportPath })
+	return out, nil
+}
+
+// goTestRun runs one go test on pkgs, with -run pattern unless it is empty.
+func goTestRun(ctx context.Context, root, goWork string, pkgs []string, pattern string, race bool) ([]PackageOutcome, error) {
 	args := []string{"test", "-count=1", "-json"}
+	if pattern != "" {
+		args = append(args, "-run", pattern)
+	}
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), "GOWORK="+goWork)
 	if race {
 		// -race needs cgo, whatever the caller's environment says.
@@ -255,23 +362,24 @@ func goTest(ctx context.Context, root, goWork, name string, pkgs []string, race 
 	cmd.Stderr = &stderr
 	runErr := cmd.Run()
 	if ctx.Err() != nil {
-		return Outcome{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	outcomes, err := parseTestJSON(&stdout, pkgs)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("reading go test output: %w", err)
+		return nil, fmt.Errorf("reading go test output: %w", err)
 	}
 	// A failing test run exits 1; anything the JSON does not explain (the go
 	// command itself failing) is an error of the run, not a verdict.
 	if runErr != nil && len(outcomes) == 0 {
-		return Outcome{}, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), runErr, stderr.String())
+		return nil, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), runErr, stderr.String())
 	}
 	for i := range outcomes {
 		if outcomes[i].BuildFailed && len(outcomes[i].Excerpt) == 0 {
 			outcomes[i].Excerpt = strings.Split(strings.TrimSpace(stderr.String()), "\n")
 		}
+		outcomes[i].Run = pattern
 	}
-	return Outcome{Name: name, Packages: outcomes}, nil
+	return outcomes, nil
 }
 
 // writeGoWork writes a workspace that uses the repository and replaces the
@@ -326,7 +434,11 @@ func (r *Report) WriteText(w io.Writer) {
 // WriteText prints a line per package, and the details of what failed.
 func (o Outcome) WriteText(w io.Writer) {
 	for _, p := range o.Packages {
-		fmt.Fprintf(w, "%s %s (%s)\n", status(p), p.ImportPath, o.Name)
+		run := ""
+		if p.Run != "" {
+			run = ", -run " + p.Run
+		}
+		fmt.Fprintf(w, "%s %s (%s%s)\n", status(p), p.ImportPath, o.Name, run)
 		for _, d := range p.details() {
 			fmt.Fprintf(w, "      %s\n", d)
 		}

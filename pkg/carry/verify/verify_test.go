@@ -2,12 +2,18 @@ package verify
 
 import (
 	"context"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 )
 
 // envNoRace=1 runs TestCarryFailsWithoutAndPassesWith without -race: make
@@ -36,12 +42,32 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 		t.Fatalf("the carry is not verified: %v", report.Problems)
 	}
 
-	const handlers = "k8s.io/apiserver/pkg/endpoints/handlers"
-	if !slices.Equal(report.Packages, []string{handlers}) {
-		t.Errorf("tested packages = %v, want [%s]", report.Packages, handlers)
+	const (
+		handlers = "k8s.io/apiserver/pkg/endpoints/handlers"
+		cacher   = "k8s.io/apiserver/pkg/storage/cacher"
+	)
+	if !slices.Equal(report.Packages, []string{handlers, cacher}) {
+		t.Errorf("tested packages = %v, want [%s %s]", report.Packages, handlers, cacher)
 	}
-	if len(report.Steps) != 2 || report.Steps[0].Without == nil || report.Steps[1].Without == nil {
-		t.Fatalf("want two steps, each with tests that must fail without it: %+v", report.Steps)
+	// The fork's own cacher tests fail on the pristine fork: verify runs 0003's alone there.
+	if want := map[string]string{cacher: "^TestWatchCacheMutationDetector"}; !maps.Equal(report.Run, want) {
+		t.Errorf("run patterns = %v, want %v", report.Run, want)
+	}
+	if len(report.Steps) != 3 || report.Steps[0].Without == nil || report.Steps[1].Without == nil || report.Steps[2].Without == nil {
+		t.Fatalf("want three steps, each with tests that must fail without it: %+v", report.Steps)
+	}
+	// A package is tested from the patch that first changes its tests on:
+	// the handlers from 0001, the cacher (whose tests do not compile before
+	// 0003) from 0003.
+	for i, want := range [][]string{{handlers}, {handlers}, {handlers, cacher}} {
+		if got := packagesOf(report.Steps[i].With); !slices.Equal(got, want) {
+			t.Errorf("with %s: tested %v, want %v", report.Steps[i].Patch, got, want)
+		}
+	}
+	for i, want := range [][]string{{handlers}, {handlers}, {cacher}} {
+		if got := packagesOf(*report.Steps[i].Without); !slices.Equal(got, want) {
+			t.Errorf("before %s with its tests: tested %v, want %v", report.Steps[i].Patch, got, want)
+		}
 	}
 	// Each patch's tests must fail without it for the reason it fixes, not
 	// merely fail. 0001: the package's own TestCacheableObject dereferences
@@ -62,6 +88,17 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 			t.Errorf("%s without %s: %s did not fail: %v", handlers, report.Steps[1].Patch, test, second.FailedTests)
 		}
 	}
+	// 0003: nothing turns the watch cache's mutation detector on, so a write
+	// into a listed object goes unreported.
+	third := report.Steps[2].Without.Packages[0]
+	for _, test := range []string{
+		"TestWatchCacheMutationDetectorReportsWrite",
+		"TestWatchCacheMutationDetectorQuietWithoutWrite",
+	} {
+		if !slices.Contains(third.FailedTests, test) {
+			t.Errorf("%s without %s: %s did not fail: %v", cacher, report.Steps[2].Patch, test, third.FailedTests)
+		}
+	}
 	if report.Race == noRace {
 		t.Errorf("report.Race = %t with %s=%t", report.Race, envNoRace, noRace)
 	}
@@ -76,5 +113,54 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	// an abort can cut the race report it interleaves with.
 	if second.Races == 0 && !strings.Contains(second.Fatal, "concurrent map") {
 		t.Errorf("%s without %s: the concurrent requests neither raced nor crashed: %+v", handlers, report.Steps[1].Patch, second)
+	}
+}
+
+// packagesOf lists the import paths an outcome tested.
+func packagesOf(o Outcome) []string {
+	var pkgs []string
+	for _, p := range o.Packages {
+		pkgs = append(pkgs, p.ImportPath)
+	}
+	return pkgs
+}
+
+func TestRunPatterns(t *testing.T) {
+	carry := func(runFile string) *carryset.Carry {
+		dir := t.TempDir()
+		if runFile != "" {
+			testfs.Write(t, filepath.Join(dir, RunFile), runFile)
+		}
+		tests := &series.Patch{Name: "0001-a.patch", Files: []*gitdiff.File{{OldName: "pkg/a/a_test.go", NewName: "pkg/a/a_test.go"}, {NewName: "pkg/b/b.go"}}}
+		return &carryset.Carry{Modules: []*carryset.Carried{{Module: "example.com/m", Series: &series.Series{Dir: dir, Patches: []*series.Patch{tests}}}}}
+	}
+	for name, tc := range map[string]struct {
+		runFile string
+		want    map[string]string
+		err     string
+	}{
+		"no file":       {},
+		"comments only": {runFile: "# nothing\n\n"},
+		"a package":     {runFile: "# why\npkg/a ^TestA\n", want: map[string]string{"example.com/m/pkg/a": "^TestA"}},
+		"untested":      {runFile: "pkg/b ^TestB\n", err: RunFile + ":1: example.com/m/pkg/b: the series changes no test of this package"},
+		"twice":         {runFile: "pkg/a ^TestA\npkg/a ^TestB\n", err: RunFile + ":2: example.com/m/pkg/a named twice"},
+		"no pattern":    {runFile: "pkg/a\n", err: RunFile + `:1: want "<package directory> <go test -run pattern>", got "pkg/a"`},
+		"not a regexp":  {runFile: "pkg/a ^Test(\n", err: RunFile + ":1: error parsing regexp"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := RunPatterns(carry(tc.runFile))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("RunPatterns = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
