@@ -22,14 +22,11 @@ func CarriedFixes(t testing.TB, root, tree string, known racereport.Known) []str
 		if err != nil {
 			t.Fatalf("the known races name %s as a fix: %v", dir, err)
 		}
-		ok := false
-		for _, form := range pr.Forms() {
-			if ok, err = form.AppliedIn(context.Background(), tree); err != nil {
-				t.Fatal(err)
-			} else if ok {
-				break
-			}
+		form, err := pr.CarriedForm(context.Background(), tree)
+		if err != nil {
+			t.Fatal(err)
 		}
+		ok := form != nil
 		if ok {
 			carried = append(carried, dir)
 		}

@@ -114,17 +114,14 @@ func testUnitFix(t *testing.T, fix unitFix, pr *kcppatches.PR, src, env string) 
 // carries, as the race phase's judge reads it (testkcp.CarriedFixes).
 func appliedForm(t *testing.T, pr *kcppatches.PR, tree string) *series.Series {
 	t.Helper()
-	for _, form := range pr.Forms() {
-		ok, err := form.AppliedIn(context.Background(), tree)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			return form
-		}
+	form, err := pr.CarriedForm(context.Background(), tree)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s carries no form of %s after git am", tree, pr.Name)
-	return nil
+	if form == nil {
+		t.Fatalf("%s carries no form of %s after git am", tree, pr.Name)
+	}
+	return form
 }
 
 // testPackage is the kcp package of the test file form adds: ./<its dir>/.

@@ -38,6 +38,18 @@ type PR struct {
 	Backports []Backport
 }
 
+// CarriedForm is the form of pr (main's or a backport's) that the kcp tree
+// dir already carries (series.AppliedIn), or nil when it carries none.
+func (pr *PR) CarriedForm(ctx context.Context, dir string) (*series.Series, error) {
+	for _, form := range pr.Forms() {
+		ok, err := form.AppliedIn(ctx, dir)
+		if err != nil || ok {
+			return form, err
+		}
+	}
+	return nil, nil
+}
+
 // Backport is a pull request's form for a kcp release branch the main form
 // does not apply to: kcp-patches/<pull request>/<Branch>/.
 type Backport struct {
