@@ -27,7 +27,8 @@ target=${2:-test-e2e-shared-minimal-race}
 case $variant in stock | carried) ;; *) echo "$0: variant $variant: want stock or carried" >&2 && exit 2 ;; esac
 : "${KCP_SOURCE:?set KCP_SOURCE=<kcp source tree>}"
 [ -f "$KCP_SOURCE/go.mod" ] || { echo "$0: KCP_SOURCE=$KCP_SOURCE has no go.mod" >&2 && exit 2; }
-tree=${OUT:-$root/.build/kcp-race-target}/$variant/kcp
+# Absolute: git and make run inside the tree.
+tree=$(realpath -m "${OUT:-$root/.build/kcp-race-target}")/$variant/kcp
 out=$(dirname "$tree")/${RUN:-$target}
 
 rm -rf "$tree" "$out" && mkdir -p "$tree" "$out"

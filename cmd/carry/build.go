@@ -40,7 +40,7 @@ type BuildOptions struct {
 	source, out, kcpVersion string
 	pristine, race          bool
 	replaces                replaceFlags
-	cmds                    []string
+	cmds, without           []string
 }
 
 func NewBuildOptions() *BuildOptions { return &BuildOptions{replaces: replaceFlags{}} }
@@ -53,6 +53,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.race, "race", false, "build with the race detector (-race, cgo on; needs the C compiler `go env CC` names), stamped -race in /version's gitVersion, into ROOT/bin/race unless --out")
 	fs.StringVar(&o.kcpVersion, "kcp-version", "", "kcp version to stamp into a source-mode build of a tree without git metadata (default: ROOT/go.mod's kcp release when the tree is exactly its module source, else the commit a kcp-<commit> archive directory names)")
 	fs.Var(o.replaces, "replace", "use a local copy of a module the build cannot fetch, as MODULE=DIR (repeatable)")
+	fs.StringArrayVar(&o.without, "without", nil, "leave a patch of staging-patches/ out, by file name or number in its series (0002 or 2; MODULE/0002 where numbers repeat); repeatable. The binaries are <command>-without-<numbers>, linked from an overlay under .build/")
 	fs.StringArrayVar(&o.cmds, "cmd", nil, "kcp main package to build, relative to kcp's root (repeatable; default "+strings.Join(kcpbuild.DefaultCommands, ", ")+")")
 }
 
@@ -68,9 +69,13 @@ func (o *BuildOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 			Pristine:   o.pristine,
 			KCPVersion: o.kcpVersion,
 			Race:       o.race,
+			Without:    o.without,
 		})
 	}, func(w io.Writer, res *kcpbuild.Result) {
 		fmt.Fprintf(w, "built kcp %s (%s mode) as %s:\n", res.KCPVersion, res.Mode, res.GitVersion)
+		if len(res.Without) > 0 {
+			fmt.Fprintf(w, "  without %s\n", strings.Join(res.Without, ", "))
+		}
 		for _, b := range res.Binaries {
 			fmt.Fprintf(w, "  %s\n", b)
 		}

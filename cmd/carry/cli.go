@@ -70,7 +70,7 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		"fold edits made in .overlay/<module> back into the carry's patches", "", NewRefreshOptions())
 	add("verify", "verify [--json] [--root DIR]",
 		"run the carry's tests with the series (must pass, -race) and on the pristine fork (must fail)", "", NewVerifyOptions())
-	add("build", "build [--kcp-source DIR [--kcp-version V]] [--pristine] [--cmd cmd/kcp ...] [--replace MODULE=DIR ...] [--out DIR] [--json] [--root DIR]",
+	add("build", "build [--kcp-source DIR [--kcp-version V]] [--pristine | --without PATCH ...] [--cmd cmd/kcp ...] [--replace MODULE=DIR ...] [--out DIR] [--json] [--root DIR]",
 		"link kcp's servers against the overlay into bin/ (module mode, or --kcp-source DIR)", "", NewBuildOptions())
 	add("image", "image (--push REF | --out DIR) [--base REF | --base oci:DIR] [--platform linux/amd64,linux/arm64] [--kcp-source DIR] [--replace MODULE=DIR ...] [--bin-dir DIR] [--json] [--root DIR]",
 		"layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", "", NewImageOptions())

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/module"
@@ -43,6 +45,9 @@ type Carry struct {
 	// goSumErr is why go.sum could not be read: only what fetches a fork
 	// zip needs it (CheckZipHashes), not what reads pins or series.
 	goSumErr error
+	// LeftOut names the patches Without left out, as <module>/<file name>,
+	// in series order: such a carry is never the repository's own.
+	LeftOut []string
 }
 
 // Carried is one carried module: its series, the fork version it patches
@@ -237,4 +242,108 @@ func CarriedModules(patchesDir string) ([]string, error) {
 		}
 	}
 	return mods, nil
+}
+
+// Without is the carry less the patches specs name (`carry build --without`):
+// each spec is a patch's file name (with or without .patch) or its number in
+// the series ("0002" or "2"), optionally after its module path
+// ("k8s.io/apiserver/0002"). A spec that names no patch, or a number that
+// names patches of more than one module, is refused, listing the series.
+func (c *Carry) Without(specs []string) (*Carry, error) {
+	if len(specs) == 0 {
+		return c, nil
+	}
+	leaveOut := map[string][]string{} // module -> file names
+	for _, spec := range specs {
+		var found []string // <module>/<file name>
+		for _, m := range c.Modules {
+			name := spec
+			if mod, rest, ok := cutModule(spec); ok {
+				if mod != m.Module {
+					continue
+				}
+				name = rest
+			}
+			for _, p := range m.Series.Patches {
+				if patchNamed(p.Name, name) {
+					found = append(found, m.Module+"/"+p.Name)
+					leaveOut[m.Module] = append(leaveOut[m.Module], p.Name)
+				}
+			}
+		}
+		switch {
+		case len(found) == 0:
+			return nil, fmt.Errorf("--without %s: no patch of %s is named or numbered so; the series: %s", spec, c.PatchesDir, c.listing())
+		case len(found) > 1:
+			return nil, fmt.Errorf("--without %s: names %s; put the module path first (--without %s)", spec, strings.Join(found, " and "), found[0])
+		}
+	}
+	re := *c
+	re.Modules = nil
+	re.LeftOut = nil
+	for _, m := range c.Modules {
+		names := leaveOut[m.Module]
+		if len(names) == 0 {
+			re.Modules = append(re.Modules, m)
+			continue
+		}
+		s, err := m.Series.Without(names...)
+		if err != nil {
+			return nil, err
+		}
+		cm := *m
+		cm.Series = s
+		re.Modules = append(re.Modules, &cm)
+		for _, p := range m.Series.Patches {
+			if slices.Contains(names, p.Name) {
+				re.LeftOut = append(re.LeftOut, m.Module+"/"+p.Name)
+			}
+		}
+	}
+	return &re, nil
+}
+
+// cutModule splits "<module path>/<patch>" at its last slash.
+func cutModule(spec string) (mod, name string, ok bool) {
+	i := strings.LastIndex(spec, "/")
+	if i < 0 {
+		return "", spec, false
+	}
+	return spec[:i], spec[i+1:], true
+}
+
+// patchNamed says whether spec names the patch file name: the name itself,
+// the name without .patch, or its number.
+func patchNamed(name, spec string) bool {
+	if spec == name || spec+".patch" == name {
+		return true
+	}
+	n, err := strconv.Atoi(spec)
+	if err != nil || n < 0 {
+		return false
+	}
+	num, _, _ := strings.Cut(name, "-")
+	m, err := strconv.Atoi(num)
+	return err == nil && m == n
+}
+
+// listing names every module's patches, for an error message.
+func (c *Carry) listing() string {
+	var parts []string
+	for _, m := range c.Modules {
+		parts = append(parts, m.Module+": "+strings.Join(m.Series.Names(), ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// LeftOutNumbers are the numbers of the patches Without left out ("0002"),
+// in series order: what names a build without them.
+func (c *Carry) LeftOutNumbers() []string {
+	var nums []string
+	for _, p := range c.LeftOut {
+		_, name, _ := cutModule(p)
+		num, _, _ := strings.Cut(name, "-")
+		nums = append(nums, num)
+	}
+	return nums
 }

@@ -2,8 +2,11 @@ package carryset
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
@@ -66,5 +69,66 @@ func TestLoadWithoutGoSum(t *testing.T) {
 	empty := &Carry{PatchesDir: filepath.Join(root, patchesDirName)}
 	if _, err := empty.ID(); err == nil || !strings.Contains(err.Error(), "no carried modules") {
 		t.Errorf("ID of an empty carry: %v", err)
+	}
+}
+
+// Without takes a patch's file name, the name less .patch, or its number,
+// with or without the module path; it refuses what names nothing (listing
+// the series) and a number two modules share (asking for the module).
+func TestWithout(t *testing.T) {
+	c, err := Load(testfs.RepoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := c.Modules[0]
+	if len(mod.Series.Patches) < 2 {
+		t.Skip("the carry has one patch")
+	}
+	second := mod.Series.Patches[1].Name
+	id, err := c.ID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{second, strings.TrimSuffix(second, ".patch"), second[:4], strings.TrimLeft(second[:4], "0"), mod.Module + "/" + second[:4]} {
+		w, err := c.Without([]string{spec, spec})
+		if err != nil {
+			t.Errorf("Without(%s) = %v", spec, err)
+			continue
+		}
+		if diff := cmp.Diff([]string{mod.Module + "/" + second}, w.LeftOut); diff != "" {
+			t.Errorf("Without(%s) left out (-want +got):\n%s", spec, diff)
+		}
+		if got := w.LeftOutNumbers(); len(got) != 1 || got[0] != second[:4] {
+			t.Errorf("LeftOutNumbers = %v", got)
+		}
+		if slices.Contains(w.Modules[0].Series.Names(), second) || len(w.Modules[0].Series.Patches) != len(mod.Series.Patches)-1 {
+			t.Errorf("Without(%s) series = %v", spec, w.Modules[0].Series.Names())
+		}
+		if wid, err := w.ID(); err != nil || wid == id {
+			t.Errorf("Without(%s).ID() = %q, %v; the whole carry's is %q", spec, wid, err, id)
+		}
+	}
+	if len(c.Modules[0].Series.Patches) != len(mod.Series.Patches) || c.LeftOut != nil {
+		t.Errorf("Without changed the carry it was called on")
+	}
+	for spec, want := range map[string]string{
+		"9999":                   "--without 9999: no patch of " + c.PatchesDir + " is named or numbered so; the series: " + mod.Module + ": " + mod.Series.Names()[0],
+		"example.com/other/0001": "--without example.com/other/0001: no patch",
+		"nonsense":               "--without nonsense: no patch",
+	} {
+		if _, err := c.Without([]string{spec}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Without(%s) = %v, want %q", spec, err, want)
+		}
+	}
+
+	two := *c
+	other := *mod
+	other.Module = "k8s.io/other"
+	two.Modules = []*Carried{&other, mod}
+	if _, err := two.Without([]string{"1"}); err == nil || !strings.Contains(err.Error(), "put the module path first (--without k8s.io/other/") {
+		t.Errorf("a number two modules share: %v", err)
+	}
+	if w, err := two.Without([]string{mod.Module + "/1"}); err != nil || len(w.LeftOut) != 1 || !strings.HasPrefix(w.LeftOut[0], mod.Module+"/") {
+		t.Errorf("a number after its module: %v, %v", w, err)
 	}
 }

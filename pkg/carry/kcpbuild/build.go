@@ -73,6 +73,11 @@ type Options struct {
 	// Root's go.mod's kcp release when the tree is exactly its module source,
 	// else the commit of a kcp-<commit> directory (treeVersion).
 	KCPVersion string
+	// Without leaves patches of the carry out (carryset.Carry.Without: a
+	// file name or a number): the binaries are named
+	// <command>-without-<numbers> and link an overlay of their own under
+	// .build/, never .overlay/ or go.work. Refused with Pristine.
+	Without []string
 }
 
 // Result says what was built.
@@ -88,6 +93,9 @@ type Result struct {
 	Pins     map[string]module.Version `json:"pins,omitempty"`
 	// Race is set for a --race build; its binaries' build info shows -race=true.
 	Race bool `json:"race,omitempty"`
+	// Without names the patches a --without build left out, as
+	// <module>/<file name>.
+	Without []string `json:"without,omitempty"`
 }
 
 // binarySuffix is appended to each binary's name: a pristine build sits next
@@ -96,8 +104,14 @@ func (o Options) binarySuffix() string {
 	if o.Pristine {
 		return "-pristine"
 	}
+	if o.Carry != nil && len(o.Carry.LeftOut) > 0 {
+		return "-without-" + strings.Join(o.Carry.LeftOutNumbers(), "-")
+	}
 	return ""
 }
+
+// partialCarry is true for a --without build: its overlay is its own.
+func (o Options) partialCarry() bool { return o.Carry != nil && len(o.Carry.LeftOut) > 0 }
 
 // Build links the kcp servers with the carry applied.
 func Build(ctx context.Context, opts Options) (*Result, error) {
@@ -129,6 +143,9 @@ func (o Options) resolve() (Options, error) {
 	if o.Race && ((o.GOOS != "" && o.GOOS != runtime.GOOS) || (o.GOARCH != "" && o.GOARCH != runtime.GOARCH)) {
 		return o, fmt.Errorf("--race: cannot cross-compile for %s/%s: the race detector needs cgo and a C toolchain for the target; build --race on a %s/%s machine", or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH), or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH))
 	}
+	if o.Pristine && len(o.Without) > 0 {
+		return o, fmt.Errorf("--without %s with --pristine: a pristine build has no patch to leave out", strings.Join(o.Without, ", "))
+	}
 	if o.Carry == nil {
 		if o.Root == "" {
 			return o, fmt.Errorf("kcpbuild: Options.Carry or Options.Root is required")
@@ -136,6 +153,9 @@ func (o Options) resolve() (Options, error) {
 		if o.Carry, err = carryset.Load(o.Root); err != nil {
 			return o, err
 		}
+	}
+	if o.Carry, err = o.Carry.Without(o.Without); err != nil {
+		return o, err
 	}
 	o.Root = o.Carry.Root
 	if o.OutDir == "" {

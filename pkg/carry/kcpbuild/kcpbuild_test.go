@@ -14,6 +14,7 @@ import (
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/internal/testkcp"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 )
 
@@ -168,6 +169,57 @@ func TestSourceModeBuildsSyntheticCheckout(t *testing.T) {
 		if got, err := Variant(bin, mods); err != nil || got != want {
 			t.Errorf("Variant(%s) = %q, %v; want %q", bin, got, err, want)
 		}
+	}
+
+	checkWithout(t, root, checkout, out, res)
+}
+
+// checkWithout builds the checkout --without the carry's second patch: a
+// binary of its own name and carry id, linking an overlay of its own under
+// .build/ where that patch's files are as the rest of the series leaves them,
+// while the repository's go.work still points at .overlay/.
+func checkWithout(t *testing.T, root, checkout, out string, whole *Result) {
+	c, err := carryset.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Modules[0].Series
+	if len(s.Patches) < 2 {
+		t.Skip("the carry has one patch")
+	}
+	left := s.Patches[1]
+	num := left.Name[:4]
+	goWork := testfs.Read(t, filepath.Join(root, "go.work"))
+	wres, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Progress: testWriter{t}, Without: []string{num}})
+	if err != nil {
+		t.Fatalf("Build(Without %s) = %v", num, err)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(out, "kcp-without-"+num)}, wres.Binaries); diff != "" {
+		t.Errorf("--without binaries (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{c.Modules[0].Module + "/" + left.Name}, wres.Without); diff != "" {
+		t.Errorf("Result.Without (-want +got):\n%s", diff)
+	}
+	if wres.GitVersion == whole.GitVersion || !strings.Contains(wres.GitVersion, "-carry-") {
+		t.Errorf("--without gitVersion = %q, the whole carry's %q", wres.GitVersion, whole.GitVersion)
+	}
+	mod := c.Modules[0].Module
+	dir, wholeDir := wres.Overlay[mod], whole.Overlay[mod]
+	if dir == wholeDir || !strings.HasPrefix(dir, filepath.Join(root, ".build")+string(os.PathSeparator)) {
+		t.Errorf("--without overlay %s, want one of its own under .build/ (the whole carry's: %s)", dir, wholeDir)
+	}
+	if err := checkOverlayLinked(wres.Binaries[0], wres.Overlay); err != nil {
+		t.Error(err)
+	}
+	changed := left.Files[0].NewName
+	if testfs.Read(t, filepath.Join(dir, changed)) == testfs.Read(t, filepath.Join(wholeDir, changed)) {
+		t.Errorf("%s is the same with and without %s", changed, left.Name)
+	}
+	if got := testfs.Read(t, filepath.Join(root, "go.work")); got != goWork {
+		t.Errorf("a --without build changed go.work:\n%s", got)
+	}
+	if _, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Pristine: true, Without: []string{num}}); err == nil || !strings.Contains(err.Error(), "--pristine") {
+		t.Errorf("--without with --pristine: %v", err)
 	}
 }
 

@@ -44,7 +44,12 @@ func (b *builder) moduleMode(ctx context.Context) (*Result, error) {
 	var overlayDirs map[string]string
 	check := func(bin string) error { return checkPristineLinked(bin, forks) }
 	if !b.opts.Pristine {
-		ov, err := overlay.Run(ctx, overlay.Options{Carry: b.opts.Carry, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log})
+		ovOpts := overlay.Options{Carry: b.opts.Carry, GoWorkPath: filepath.Join(root, "go.work"), Progress: b.log}
+		if b.opts.partialCarry() {
+			// Never the repository's overlay, which go.work and the suite use.
+			ovOpts.GoWorkPath, ovOpts.OverlayDir = "", filepath.Join(root, ".build", "overlay"+b.opts.binarySuffix())
+		}
+		ov, err := overlay.Run(ctx, ovOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -201,6 +206,7 @@ func (b *builder) result(mode, kcpVersion string, v versionstamp.Info, bins []st
 		r.Pristine, r.Pins = true, forks
 	}
 	r.Race = b.opts.Race
+	r.Without = b.opts.Carry.LeftOut
 	return r
 }
 

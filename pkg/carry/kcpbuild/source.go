@@ -54,12 +54,10 @@ func (b *builder) sourceMode(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 
-	workDir := filepath.Join(b.opts.Carry.Root, ".build", "source-"+pathDigest(src))
+	workDir := filepath.Join(b.opts.Carry.Root, ".build", "source-"+pathDigest(src)+b.opts.binarySuffix())
 	var overlayDirs map[string]string
 	check := func(bin string) error { return checkPristineLinked(bin, forks) }
-	if b.opts.Pristine {
-		workDir += "-pristine"
-	} else {
+	if !b.opts.Pristine {
 		ovOpts, err := b.sourceOverlayOptions(forks, workDir, src)
 		if err != nil {
 			return nil, err
@@ -144,10 +142,11 @@ func checkCheckout(dir string) (*modfile.File, error) {
 // sourceOverlayOptions decides where the checkout's fork pin is overlaid. When
 // the checkout pins the same fork versions as our go.mod, the repository's own
 // overlay serves (and shares its build cache); otherwise a separate overlay
-// under .build/ is built from the checkout's go.sum.
+// under .build/ is built from the checkout's go.sum, as it is for a --without
+// build, whose overlay is never the repository's.
 func (b *builder) sourceOverlayOptions(forks map[string]module.Version, workDir, src string) (overlay.Options, error) {
 	c := b.opts.Carry
-	if maps.Equal(c.Forks(), forks) {
+	if maps.Equal(c.Forks(), forks) && !b.opts.partialCarry() {
 		return overlay.Options{Carry: c, GoWorkPath: filepath.Join(c.Root, "go.work"), Progress: b.log}, nil
 	}
 	repinned, err := c.Repin(forks, filepath.Join(src, "go.sum"))

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
@@ -122,13 +123,21 @@ func LoadChecked(dir string, checkSubject func(subject string) error) (*Series, 
 		return nil, errors.Join(errs...)
 	}
 
+	if s.Hash, err = s.hash(data); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// hash is the dirhash of the series file (seriesData) and the patches it lists.
+func (s *Series) hash(seriesData []byte) (string, error) {
 	files := []string{FileName}
 	for _, p := range s.Patches {
 		files = append(files, p.Name)
 	}
-	s.Hash, err = dirhash.Hash1(files, func(name string) (io.ReadCloser, error) {
+	h, err := dirhash.Hash1(files, func(name string) (io.ReadCloser, error) {
 		if name == FileName {
-			return io.NopCloser(bytes.NewReader(data)), nil
+			return io.NopCloser(bytes.NewReader(seriesData)), nil
 		}
 		for _, p := range s.Patches {
 			if p.Name == name {
@@ -138,9 +147,29 @@ func LoadChecked(dir string, checkSubject func(subject string) error) (*Series, 
 		return nil, fmt.Errorf("no patch %s", name)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("hashing series in %s: %w", dir, err)
+		return "", fmt.Errorf("hashing series in %s: %w", s.Dir, err)
 	}
-	return s, nil
+	return h, nil
+}
+
+// Without is the series less the patches named in leaveOut (file names): what
+// `carry build --without` overlays. Its Hash is that of a series file listing
+// the patches kept, so nothing built from it passes for the whole series.
+func (s *Series) Without(leaveOut ...string) (*Series, error) {
+	out := &Series{Dir: s.Dir}
+	var listed strings.Builder
+	for _, p := range s.Patches {
+		if slices.Contains(leaveOut, p.Name) {
+			continue
+		}
+		out.Patches = append(out.Patches, p)
+		fmt.Fprintln(&listed, p.Name)
+	}
+	var err error
+	if out.Hash, err = out.hash([]byte(listed.String())); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 type seriesEntry struct {

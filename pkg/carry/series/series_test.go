@@ -195,3 +195,23 @@ func keys(m map[string]string) string {
 	sort.Strings(ks)
 	return strings.Join(ks, ",")
 }
+
+// Without keeps the other patches in order and hashes as a series file
+// listing them would: leaving nothing out is the series itself.
+func TestWithout(t *testing.T) {
+	s := twoPatchSeries(t)
+	w, err := s.Without("0001-one.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(w.Names(), ","); got != "0002-two.patch" {
+		t.Errorf("Without(0001) names = %s", got)
+	}
+	if w.Hash == s.Hash || len(s.Patches) != 2 {
+		t.Errorf("Without changed the series or kept its hash: %s, %d patches", w.Hash, len(s.Patches))
+	}
+	same, err := s.Without()
+	if err != nil || same.Hash != s.Hash {
+		t.Errorf("Without() hash = %q, %v; want the series' %q", same.Hash, err, s.Hash)
+	}
+}
