@@ -235,7 +235,7 @@ func startKCPForE2E(t *testing.T, bin, tree string) *server.KCP {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), server.KCPReadyTimeout+time.Minute)
 	defer cancel()
-	s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: tree, Env: serverEnv, Progress: t.Logf})
+	s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: tree, Env: kcpEnv(t, bin), Progress: t.Logf})
 	if err != nil {
 		t.Fatalf("starting kcp for kcp's e2e tests: %v", err)
 	}

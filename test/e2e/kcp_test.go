@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func kcpBinary(t *testing.T, variant string) string {
 // startKCP runs kcp on rootDir and stops it at cleanup.
 func startKCP(t *testing.T, bin, rootDir string) *server.KCP {
 	t.Helper()
-	return servertest.StartKCP(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv})
+	return servertest.StartKCP(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: kcpEnv(t, bin)})
 }
 
 // startKCPWithWorkspaces runs kcp on rootDir with the suite's workspaces
@@ -99,7 +100,7 @@ func startKCP(t *testing.T, bin, rootDir string) *server.KCP {
 // stopped at cleanup.
 func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*server.KCP, []string) {
 	t.Helper()
-	s, clusters := servertest.StartKCPWithWorkspaces(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: serverEnv}, kcpWorkspaces)
+	s, clusters := servertest.StartKCPWithWorkspaces(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: kcpEnv(t, bin)}, kcpWorkspaces)
 	clusters = append([]string{"root"}, clusters...)
 	t.Logf("logical clusters: %s (root, root:%s)", strings.Join(clusters, ", "), strings.Join(kcpWorkspaces, ", root:"))
 	return s, clusters
@@ -358,6 +359,19 @@ func quorumAnnotation(t *testing.T, dc *dynamic.DynamicClient, r objectRef) (str
 
 func gvrOf(r hammer.Resource) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+}
+
+// kcpEnv is the environment of the kcp binary bin: serverEnv, and for a
+// carried build the switch of the fork's watch cache mutation detector (the
+// carry's detector patch), on as kcp's CI sets it. servertest fails the test
+// on any report in kcp's output, so every run of a carried kcp also checks
+// that no read writes an object the watch cache holds.
+func kcpEnv(t *testing.T, bin string) []string {
+	t.Helper()
+	if buildVariant(t, testfs.RepoRoot(t), bin) != "patched" {
+		return serverEnv
+	}
+	return append(slices.Clone(serverEnv), detectorOn)
 }
 
 // buildVariant is "patched" or "pristine", from the build info of the kcp

@@ -105,10 +105,16 @@ func binaries(t *testing.T, variant string) server.TopologyBinaries {
 }
 
 // startTopology starts the sharded kcp and stops it at cleanup, logging the
-// output of every server when the test failed.
-func startTopology(t *testing.T, bins server.TopologyBinaries) *server.Topology {
+// output of every server when the test failed. The carried servers run with
+// the fork's watch cache mutation detector on (KUBE_CACHE_MUTATION_DETECTOR,
+// as kcp's CI sets it): a report in any server's output fails the test.
+func startTopology(t *testing.T, bins server.TopologyBinaries, variant string) *server.Topology {
 	t.Helper()
-	return servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: serverEnv})
+	env := serverEnv
+	if variant == "patched" {
+		env = append(slices.Clone(serverEnv), "KUBE_CACHE_MUTATION_DETECTOR=true")
+	}
+	return servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: env})
 }
 
 // expectLoopbackOnly asserts from the kernel's socket tables that every
@@ -217,7 +223,7 @@ func expectAlive(t *testing.T, cs ...*server.Component) {
 func TestShardedKCPPatched(t *testing.T) {
 	bins := binaries(t, "patched")
 	began := time.Now()
-	topo := startTopology(t, bins)
+	topo := startTopology(t, bins, "patched")
 	runCarried(t, topo, began)
 }
 
@@ -269,7 +275,7 @@ func TestShardedKCPPristine(t *testing.T) {
 	}
 	bins := binaries(t, "pristine")
 	began := time.Now()
-	topo := startTopology(t, bins)
+	topo := startTopology(t, bins, "pristine")
 	expectLoopbackOnly(t, topo)
 	ws := placeWorkspaces(t, topo)
 

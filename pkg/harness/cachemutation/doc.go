@@ -72,6 +72,24 @@
 // k8s.io/component-base/metrics/legacyregistry, so /metrics serves it) and a
 // klog error line. NewForTest fails a test on any finding.
 //
+// # Beside the fork's detector
+//
+// The carry's detector patch makes the fork's watch cache honour client-go's
+// KUBE_CACHE_MUTATION_DETECTOR, which kcp's CI sets: every object the cache
+// stores is copied and compared every second, and a change panics the
+// server, naming the cache. That one runs in real kcp and sees a write by
+// anything, request or not, for the cache's lifetime; make test runs every
+// carried kcp with it on. This package stays for what only it sees, which
+// the read-path audit (docs/read-path-audit.md) and test/detector's matrix
+// need:
+//
+//   - the request that held the object: verb, method, path, query and
+//     Accept, where the fork's names only the cache;
+//   - the changed field paths, and whether the hand-out shared memory with
+//     the cache at all (a write to a private copy is no finding);
+//   - every finding of a run, counted per request shape, where the fork's
+//     panics at the first.
+//
 // # Cost and limits
 //
 // Off, it costs nothing: nothing is wrapped. On, each Get and GetList pays one

@@ -151,6 +151,8 @@ type TestResult struct {
 	Name    string  `json:"name"`
 	Outcome string  `json:"outcome"`
 	Elapsed float64 `json:"elapsed"`
+	// Finished is when it ended (test2json's time; zero if it never did).
+	Finished time.Time `json:"finished,omitzero"`
 	// Retried says it failed first and this is the outcome of its retry.
 	Retried bool `json:"retried,omitempty"`
 	// Output is the end of what it printed, kept for failures and skips.
@@ -272,6 +274,7 @@ type testEvent struct {
 	Test    string
 	Elapsed float64
 	Output  string
+	Time    time.Time
 }
 
 // runOnce runs the binary once through `go tool test2json` and returns its
@@ -352,7 +355,7 @@ func runOnce(ctx context.Context, o RunOptions, run string) ([]TestResult, strin
 			started[ev.Test] = true
 		case top && (ev.Action == Pass || ev.Action == Fail || ev.Action == Skip):
 			delete(started, ev.Test)
-			r := TestResult{Name: ev.Test, Outcome: ev.Action, Elapsed: ev.Elapsed}
+			r := TestResult{Name: ev.Test, Outcome: ev.Action, Elapsed: ev.Elapsed, Finished: ev.Time}
 			if ev.Action != Pass {
 				r.Output = outputs[ev.Test]
 			}

@@ -3,7 +3,9 @@ package server
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ReadRSS reads a process's resident memory from /proc/<pid>/status: its
@@ -23,4 +25,53 @@ func ReadRSS(pid int) (string, error) {
 		return "", fmt.Errorf("/proc/%d/status: no VmRSS", pid)
 	}
 	return strings.Join(fields, ", "), nil
+}
+
+// Usage is what a process has used so far: its peak resident memory and
+// the CPU time it spent (user and system).
+type Usage struct {
+	PeakRSSKiB int64         `json:"peakRSSKiB"`
+	CPU        time.Duration `json:"cpu"`
+}
+
+// clockTicks is the unit of /proc/<pid>/stat's times, USER_HZ: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// ReadUsage reads a running process's Usage from /proc/<pid>/status (VmHWM)
+// and /proc/<pid>/stat (utime, stime).
+func ReadUsage(pid int) (Usage, error) {
+	var u Usage
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, err
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			if u.PeakRSSKiB, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+				return u, fmt.Errorf("/proc/%d/status: %s: %w", pid, l, err)
+			}
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, err
+	}
+	// The fields after the command, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14, stime 15.
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return u, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return u, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	u.CPU = time.Duration(ticks) * time.Second / clockTicks
+	return u, nil
 }

@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -44,13 +45,15 @@ func StartKCPWithWorkspaces(t testing.TB, opts server.KCPOptions, names []string
 }
 
 // StopKCPAtCleanup stops s at cleanup, for a kcp started elsewhere (kcpe2e):
-// a kcp that died on its own is the test's to judge, and a failed test gets
-// the last lines of kcp's output.
+// a kcp that died on its own is the test's to judge, a report of the cache
+// mutation detector fails the test (ExpectNoCacheMutations), and a failed
+// test gets the last lines of kcp's output.
 func StopKCPAtCleanup(t testing.TB, s *server.KCP) {
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil && !s.Died() {
 			t.Logf("stopping kcp: %v", err)
 		}
+		ExpectNoCacheMutations(t, "kcp", s.Stderr())
 		if t.Failed() {
 			t.Logf("kcp output (last lines):\n%s", server.TailLines(s.Stderr(), 40))
 		}
@@ -82,6 +85,9 @@ func StartTopology(t testing.TB, opts server.TopologyOptions) *server.Topology {
 		if err := topo.Stop(); err != nil {
 			t.Logf("stopping the sharded kcp: %v", err)
 		}
+		for _, c := range topo.Components() {
+			ExpectNoCacheMutations(t, c.Name, c.Stderr())
+		}
 		if t.Failed() {
 			for _, c := range topo.Components() {
 				t.Logf("%s output (last lines, all in %s/output.log):\n%s", c.Name, c.Dir, server.TailLines(c.Stderr(), 20))
@@ -89,4 +95,29 @@ func StartTopology(t testing.TB, opts server.TopologyOptions) *server.Topology {
 		}
 	})
 	return topo
+}
+
+// ExpectNoCacheMutations fails t if a server's output has a report of
+// client-go's cache mutation detector: with KUBE_CACHE_MUTATION_DETECTOR on,
+// an object the fork's watch cache (with the carry's detector patch) or one
+// of the server's informers handed out was changed by its reader.
+func ExpectNoCacheMutations(t testing.TB, name, output string) {
+	t.Helper()
+	m := server.ParseCacheMutations(output)
+	if len(m.Reports) == 0 && m.Panic == "" {
+		return
+	}
+	first := "none printed"
+	if len(m.Reports) > 0 {
+		r := m.Reports[0]
+		first = fmt.Sprintf("%s[%d] %q: now %q, when stored %q", r.Cache, r.Index, r.Object, r.Now, r.Stored)
+	}
+	t.Errorf("%s: the cache mutation detector reported %d changed object(s) (%s); the first: %s", name, len(m.Reports), or(m.Panic, "no panic"), first)
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -1,0 +1,132 @@
+package server
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// CacheMutation is one report of client-go's cache mutation detector
+// (KUBE_CACHE_MUTATION_DETECTOR=true): an object a cache handed out was
+// changed. The fork's watch cache names its detector after the cache's
+// reflector ("storage/cacher.go:/clusterroles"), client-go's informers after
+// theirs.
+type CacheMutation struct {
+	// Cache is the detector's name.
+	Cache string `json:"cache"`
+	// Index is the object's place in the detector's list.
+	Index int `json:"index"`
+	// Object is the first name the object's dump shows ("" if none).
+	Object string `json:"object,omitempty"`
+	// Now are the lines of the object's dump that its copy taken when it
+	// was stored lacks, Stored the copy's lines the object lacks now
+	// (trimmed, at most maxChangedLines each): what the writer changed.
+	Now    []string `json:"now,omitempty"`
+	Stored []string `json:"stored,omitempty"`
+}
+
+// CacheMutations is what a process's output says of its caches.
+type CacheMutations struct {
+	Reports []CacheMutation `json:"reports,omitempty"`
+	// Panic is the detector's failure, "cache <name> modified", which ends
+	// the process ("" if none).
+	Panic string `json:"panic,omitempty"`
+}
+
+var (
+	alteredRE   = regexp.MustCompile(`^CACHE (.+)\[(\d+)\] ALTERED!$`)
+	modifiedRE  = regexp.MustCompile(`^panic: (cache .+ modified)`)
+	dumpNameRE  = regexp.MustCompile(`\bName: \(string\) \(len=\d+\) "([^"]*)"`)
+	logLineRE   = regexp.MustCompile(`^[IWEF]\d{4} `)
+	sideSpaceRE = regexp.MustCompile(` {2,}`)
+)
+
+// ParseCacheMutations reads the detector's reports from a process's output
+// (kcp's stdout, where client-go prints them, merged with its stderr):
+//
+//	CACHE storage/cacher.go:/clusterroles[3] ALTERED!
+//	<the object now>     <the object when stored>   (one line of each per row)
+//	...
+//	panic: cache storage/cacher.go:/clusterroles modified
+func ParseCacheMutations(output string) CacheMutations {
+	var res CacheMutations
+	lines := strings.Split(output, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimRight(lines[i], "\r")
+		if m := modifiedRE.FindStringSubmatch(l); m != nil && res.Panic == "" {
+			res.Panic = m[1]
+			continue
+		}
+		m := alteredRE.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		idx, _ := strconv.Atoi(m[2])
+		r := CacheMutation{Cache: m[1], Index: idx}
+		var rows []string
+		for i+1 < len(lines) {
+			next := strings.TrimRight(lines[i+1], "\r")
+			if next == "" || alteredRE.MatchString(next) || modifiedRE.MatchString(next) || logLineRE.MatchString(next) {
+				break
+			}
+			rows = append(rows, next)
+			i++
+		}
+		r.Object, r.Now, r.Stored = readSideBySide(rows)
+		res.Reports = append(res.Reports, r)
+	}
+	return res
+}
+
+// maxChangedLines bounds CacheMutation.Now and Stored.
+const maxChangedLines = 8
+
+// readSideBySide reads apimachinery's ObjectGoPrintSideBySide: each row is a
+// line of the left dump padded to one column, then a line of the right one.
+// The first row is the object's type on both sides, which gives the column.
+func readSideBySide(rows []string) (name string, now, stored []string) {
+	if len(rows) == 0 {
+		return "", nil, nil
+	}
+	first := strings.TrimRight(rows[0], " ")
+	loc := sideSpaceRE.FindAllStringIndex(first, -1)
+	if len(loc) == 0 {
+		return "", nil, nil
+	}
+	col := loc[len(loc)-1][1]
+	var left, right []string
+	for _, row := range rows {
+		l, r := row, ""
+		if len(row) > col {
+			l, r = row[:col], row[col:]
+		}
+		left, right = append(left, strings.TrimSpace(l)), append(right, strings.TrimSpace(r))
+	}
+	for _, l := range left {
+		if m := dumpNameRE.FindStringSubmatch(l); m != nil {
+			name = m[1]
+			break
+		}
+	}
+	return name, onlyIn(left, right), onlyIn(right, left)
+}
+
+// onlyIn are the lines of a that b does not have (as a multiset), in order,
+// at most maxChangedLines.
+func onlyIn(a, b []string) []string {
+	count := map[string]int{}
+	for _, l := range b {
+		count[l]++
+	}
+	var out []string
+	for _, l := range a {
+		if count[l] > 0 {
+			count[l]--
+			continue
+		}
+		if l != "" && len(out) < maxChangedLines {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+)
+
+// The reports as client-go's detector prints them (its format, with
+// apimachinery's side-by-side dump of the object now and when stored),
+// between kcp's log lines.
+func TestParseCacheMutations(t *testing.T) {
+	stored := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:admin", Annotations: map[string]string{"a": "b"}}}
+	now := stored.DeepCopy()
+	now.Annotations["kcp.io/original-api-version"] = ""
+	other := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view", Labels: map[string]string{"x": "1"}}}
+	otherNow := other.DeepCopy()
+	otherNow.Labels["x"] = "2"
+	out := strings.Join([]string{
+		`I1203 17:00:00.000000   12345 controller.go:42] "started"`,
+		fmt.Sprintf("CACHE storage/cacher.go:/clusterroles[3] ALTERED!\n%v", diff.ObjectGoPrintSideBySide(now, stored)),
+		fmt.Sprintf("CACHE storage/cacher.go:/clusterroles[7] ALTERED!\n%v", diff.ObjectGoPrintSideBySide(otherNow, other)),
+		`E1203 17:00:01.000000   12345 other.go:1] "unrelated"`,
+		"panic: cache storage/cacher.go:/clusterroles modified",
+		"",
+		"goroutine 1 [running]:",
+	}, "\n")
+	got := ParseCacheMutations(out)
+	want := CacheMutations{
+		Panic: "cache storage/cacher.go:/clusterroles modified",
+		Reports: []CacheMutation{
+			{Cache: "storage/cacher.go:/clusterroles", Index: 3, Object: "system:admin",
+				Now:    []string{"Annotations: (map[string]string) (len=2) {", `(string) (len=1) "a": (string) (len=1) "b",`, `(string) (len=27) "kcp.io/original-api-version": (string) ""`},
+				Stored: []string{"Annotations: (map[string]string) (len=1) {", `(string) (len=1) "a": (string) (len=1) "b"`}},
+			{Cache: "storage/cacher.go:/clusterroles", Index: 7, Object: "view",
+				Now:    []string{`(string) (len=1) "x": (string) (len=1) "2"`},
+				Stored: []string{`(string) (len=1) "x": (string) (len=1) "1"`}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("ParseCacheMutations (-want +got):\n%s\nfrom:\n%s", diff, out)
+	}
+	if got := ParseCacheMutations("I1203 ok\nW1203 also ok\n"); got.Panic != "" || len(got.Reports) != 0 {
+		t.Errorf("a log with no report: %+v", got)
+	}
+}
+
+// ReadUsage of this process: some memory, and the CPU a busy loop spent.
+func TestReadUsage(t *testing.T) {
+	before, err := ReadUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for n := 0; time.Now().Before(deadline); n++ {
+		_ = fmt.Sprint(n)
+	}
+	after, err := ReadUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PeakRSSKiB <= 0 || after.CPU-before.CPU < 100*time.Millisecond {
+		t.Errorf("ReadUsage = %+v after %+v and 300 ms of a busy loop", after, before)
+	}
+	if _, err := ReadUsage(-1); err == nil {
+		t.Error("ReadUsage(-1): no error")
+	}
+}
