@@ -36,6 +36,10 @@ const EnvDetectorIdle = "KCP_CARRY_DETECTOR_IDLE"
 
 const detectorIdle = 10 * time.Minute
 
+// deadKCPGrace is how long kcp's tests may go on after kcp died before they
+// are stopped: long enough for those that were talking to kcp to fail.
+const deadKCPGrace = 90 * time.Second
+
 // The three builds of kcp the proof compares.
 const (
 	forkDetector  = "fork+detector"  // the pristine fork and the detector patch only
@@ -389,6 +393,22 @@ func runDetectorSuite(t *testing.T, bin, tree string, tests map[string]string, p
 		t.Fatal(err)
 	}
 	r := &detectorRun{Detector: on, Results: make([]*kcpe2e.Result, len(pkgs))}
+	// kcp's tests wait minutes on a dead kcp; once kcp died (the detector's
+	// panic), the tests get deadKCPGrace to fail, then they are stopped.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.Done():
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-time.After(deadKCPGrace):
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	for i, p := range pkgs {
 		wg.Add(1)
@@ -400,11 +420,11 @@ func runDetectorSuite(t *testing.T, bin, tree string, tests map[string]string, p
 				return
 			}
 			defer log.Close()
-			res, err := kcpe2e.Run(context.Background(), kcpe2e.RunOptions{
+			res, err := kcpe2e.Run(ctx, kcpe2e.RunOptions{
 				Package: p, Binary: tests[p.Dir], Tree: tree, Kubeconfig: s.KubeconfigPath(), KCP: bin,
 				Parallel: kcpE2EParallel, Timeout: suiteTimeout, Log: log, Env: detectorServerEnv(on),
 			})
-			if err != nil {
+			if res == nil {
 				res = &kcpe2e.Result{Package: p.Dir, Problem: err.Error()}
 			}
 			r.Results[i] = res

@@ -2,6 +2,8 @@ package kcpe2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -52,6 +54,9 @@ func TestFlaky(t *testing.T) {
 }
 
 func TestExit(t *testing.T) { os.Exit(3) }
+
+// TestHang waits to be stopped, as kcp's tests wait on a dead kcp.
+func TestHang(t *testing.T) { select {} }
 `
 
 func compileFake(t *testing.T) (tree, bin string) {
@@ -118,6 +123,28 @@ func TestRun(t *testing.T) {
 
 	if res := run(t, tree, bin, Package{Dir: "test/fake", Tests: []string{"TestNone"}}); res.Passed != 0 || len(res.Tests) != 0 {
 		t.Errorf("no matching test: %s", res.Summary())
+	}
+
+	// Stopped while a test hangs: what finished before, with the
+	// context's error, and the hanging test failed.
+	ctx, cancel := context.WithCancel(context.Background())
+	o := RunOptions{Package: Package{Dir: "test/fake", Tests: []string{"TestPass", "TestHang"}}, Binary: bin, Tree: tree, Kubeconfig: "/k/admin.kubeconfig", KCP: "/k/kcp",
+		Progress: func(format string, args ...any) {
+			if strings.Contains(fmt.Sprintf(format, args...), "PASS TestPass") {
+				cancel()
+			}
+		}}
+	res, err := Run(ctx, o)
+	if !errors.Is(err, context.Canceled) || res == nil {
+		t.Fatalf("Run stopped: %v, %v", res, err)
+	}
+	if res.Passed != 1 || res.Failed != 1 || res.Problem == "" || strings.Join(res.Names(Fail), ",") != "TestHang" {
+		t.Errorf("Run stopped: %s (problem %q)", res.Summary(), res.Problem)
+	}
+	for _, tr := range res.Tests {
+		if tr.Name == "TestPass" && tr.Finished.IsZero() {
+			t.Errorf("TestPass has no finish time")
+		}
 	}
 }
 

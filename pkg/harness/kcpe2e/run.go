@@ -204,7 +204,9 @@ func (r *Result) Names(outcome string) []string {
 const outputLines = 40
 
 // Run runs the package's selected tests against the kcp of o.Kubeconfig and,
-// for a RetryOnce package, its failed tests once more, alone.
+// for a RetryOnce package, its failed tests once more, alone. When ctx ends
+// first, the tests are stopped and Run returns what finished until then
+// (Problem says it was stopped) with ctx's error.
 func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 20 * time.Minute
@@ -213,7 +215,13 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 	res := &Result{Package: o.Package.Dir}
 	first, problem, err := runOnce(ctx, o, o.Package.RunExpr())
 	if err != nil {
-		return nil, err
+		if ctx.Err() == nil {
+			return nil, err
+		}
+		res.Tests, res.Problem = first, err.Error()
+		res.count()
+		res.Elapsed = time.Since(began)
+		return res, err
 	}
 	res.Problem = problem
 	if o.Package.RetryOnce && problem == "" {
@@ -248,18 +256,23 @@ func Run(ctx context.Context, o RunOptions) (*Result, error) {
 		}
 	}
 	res.Tests = first
-	for _, t := range first {
-		switch t.Outcome {
-		case Pass:
-			res.Passed++
-		case Fail:
-			res.Failed++
-		case Skip:
-			res.Skipped++
-		}
-	}
+	res.count()
 	res.Elapsed = time.Since(began)
 	return res, nil
+}
+
+// count sets Passed, Failed and Skipped from Tests.
+func (r *Result) count() {
+	for _, t := range r.Tests {
+		switch t.Outcome {
+		case Pass:
+			r.Passed++
+		case Fail:
+			r.Failed++
+		case Skip:
+			r.Skipped++
+		}
+	}
 }
 
 func (o RunOptions) progress(format string, args ...any) {
