@@ -220,6 +220,17 @@ func proveDetector(t *testing.T, src string) {
 		t.Logf("%d of %d reports show kcp.io/original-api-version: \"\" written; the first: %s[%d] %q: %q",
 			named, len(r.Reports.Reports), r.Reports.Reports[0].Cache, r.Reports.Reports[0].Index, r.Reports.Reports[0].Object, r.Reports.Reports[0].Now)
 	})
+	// Which read: kcp's one test that LISTs with partial metadata across
+	// workspaces, alone on a fresh kcp, must end in the detector's panic.
+	t.Run(forkDetector+"/list-test-alone", func(t *testing.T) {
+		r := runDetectorSuite(t, rec.Binaries[forkDetector], tree, tests, []kcpe2e.Package{kcpe2e.Regression}, filepath.Join(work, "logs", "fork-detector-list-test"), true)
+		r.Build = forkDetector
+		rec.add("fork-detector-list-test", r)
+		t.Log(r.summary())
+		if r.Reports.Panic == "" {
+			t.Fatalf("%s alone on the pristine fork with the detector: no panic of the detector", strings.Join(kcpe2e.Regression.Tests, ", "))
+		}
+	})
 	t.Run(forkDetector+"/idle", func(t *testing.T) {
 		idle := detectorIdle
 		if v := os.Getenv(EnvDetectorIdle); v != "" {
