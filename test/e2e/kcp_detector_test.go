@@ -22,14 +22,6 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
 
-// The switch kcp's CI sets, which the fork's watch cache honours with the
-// detector patch (client-go reads it with strconv.ParseBool).
-const (
-	detectorEnv = "KUBE_CACHE_MUTATION_DETECTOR"
-	detectorOn  = detectorEnv + "=true"
-	detectorOff = detectorEnv + "=false"
-)
-
 // EnvDetectorIdle overrides how long TestRealKCPWatchCacheDetector leaves a
 // kcp with the detector alone (default detectorIdle).
 const EnvDetectorIdle = "KCP_CARRY_DETECTOR_IDLE"
@@ -343,9 +335,9 @@ func buildDetectorVariants(t *testing.T, root, src, out string) map[string]strin
 // as kcp's CI gives them the switch.
 func detectorServerEnv(on bool) []string {
 	if on {
-		return append(slices.Clone(serverEnv), detectorOn)
+		return append(slices.Clone(serverEnv), server.CacheMutationDetectorOn)
 	}
-	return append(slices.Clone(serverEnv), detectorOff)
+	return append(slices.Clone(serverEnv), server.CacheMutationDetectorOff)
 }
 
 // startDetectorKCP starts kcp for kcp's e2e tests and watches its output for

@@ -371,7 +371,7 @@ func kcpEnv(t *testing.T, bin string) []string {
 	if buildVariant(t, testfs.RepoRoot(t), bin) != "patched" {
 		return serverEnv
 	}
-	return append(slices.Clone(serverEnv), detectorOn)
+	return append(slices.Clone(serverEnv), server.CacheMutationDetectorOn)
 }
 
 // buildVariant is "patched" or "pristine", from the build info of the kcp

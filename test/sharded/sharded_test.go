@@ -112,7 +112,7 @@ func startTopology(t *testing.T, bins server.TopologyBinaries, variant string) *
 	t.Helper()
 	env := serverEnv
 	if variant == "patched" {
-		env = append(slices.Clone(serverEnv), "KUBE_CACHE_MUTATION_DETECTOR=true")
+		env = append(slices.Clone(serverEnv), server.CacheMutationDetectorOn)
 	}
 	return servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: env})
 }

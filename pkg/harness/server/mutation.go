@@ -25,6 +25,14 @@ type CacheMutation struct {
 	Stored []string `json:"stored,omitempty"`
 }
 
+// The environment of a server with client-go's cache mutation detector on
+// (strconv.ParseBool reads the value), and off: kcp's informers honour it,
+// and the fork's watch cache with the carry's detector patch.
+const (
+	CacheMutationDetectorOn  = "KUBE_CACHE_MUTATION_DETECTOR=true"
+	CacheMutationDetectorOff = "KUBE_CACHE_MUTATION_DETECTOR=false"
+)
+
 // CacheMutations is what a process's output says of its caches.
 type CacheMutations struct {
 	Reports []CacheMutation `json:"reports,omitempty"`

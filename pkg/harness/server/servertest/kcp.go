@@ -1,6 +1,7 @@
 package servertest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -112,12 +113,5 @@ func ExpectNoCacheMutations(t testing.TB, name, output string) {
 		r := m.Reports[0]
 		first = fmt.Sprintf("%s[%d] %q: now %q, when stored %q", r.Cache, r.Index, r.Object, r.Now, r.Stored)
 	}
-	t.Errorf("%s: the cache mutation detector reported %d changed object(s) (%s); the first: %s", name, len(m.Reports), or(m.Panic, "no panic"), first)
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+	t.Errorf("%s: the cache mutation detector reported %d changed object(s) (%s); the first: %s", name, len(m.Reports), cmp.Or(m.Panic, "no panic"), first)
 }
