@@ -4,6 +4,7 @@
 package kcpbuild
 
 import (
+	"cmp"
 	"context"
 	"debug/buildinfo"
 	"fmt"
@@ -141,7 +142,7 @@ func (o Options) resolve() (Options, error) {
 	var err error
 	// The flags first: a refusal needs no carry.
 	if o.Race && ((o.GOOS != "" && o.GOOS != runtime.GOOS) || (o.GOARCH != "" && o.GOARCH != runtime.GOARCH)) {
-		return o, fmt.Errorf("--race: cannot cross-compile for %s/%s: the race detector needs cgo and a C toolchain for the target; build --race on a %s/%s machine", or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH), or(o.GOOS, runtime.GOOS), or(o.GOARCH, runtime.GOARCH))
+		return o, fmt.Errorf("--race: cannot cross-compile for %s/%s: the race detector needs cgo and a C toolchain for the target; build --race on a %s/%s machine", cmp.Or(o.GOOS, runtime.GOOS), cmp.Or(o.GOARCH, runtime.GOARCH), cmp.Or(o.GOOS, runtime.GOOS), cmp.Or(o.GOARCH, runtime.GOARCH))
 	}
 	if o.Pristine && len(o.Without) > 0 {
 		return o, fmt.Errorf("--without %s with --pristine: a pristine build has no patch to leave out", strings.Join(o.Without, ", "))
@@ -401,13 +402,6 @@ func findDep(info *buildinfo.BuildInfo, path string) *debug.Module {
 		}
 	}
 	return nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // CCompilerError says that a race build has no C compiler to link with.

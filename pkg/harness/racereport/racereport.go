@@ -23,6 +23,7 @@ package racereport
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -132,7 +133,7 @@ func Parse(r io.Reader, source string) ([]Report, error) {
 	}
 	flush()
 	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("%s: %w", or(source, "race report"), err)
+		return out, fmt.Errorf("%s: %w", cmp.Or(source, "race report"), err)
 	}
 	return out, nil
 }
@@ -191,13 +192,6 @@ func funcName(l string) string {
 	return l
 }
 
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // runtimeFrame is a frame of the runtime or the race instrumentation rather
 // than of the code that raced: map and slice helpers, reflection, copies.
 func runtimeFrame(fn string) bool {
@@ -249,7 +243,7 @@ func withoutTypeArgs(fn string) string {
 func (r Report) Key() string {
 	var tops []string
 	for _, a := range r.Accesses {
-		tops = append(tops, or(a.Top(), "?"))
+		tops = append(tops, cmp.Or(a.Top(), "?"))
 	}
 	sort.Strings(tops)
 	return strings.Join(tops, " <-> ")
