@@ -42,11 +42,13 @@ type CacheMutations struct {
 }
 
 var (
-	alteredRE   = regexp.MustCompile(`^CACHE (.+)\[(\d+)\] ALTERED!$`)
-	modifiedRE  = regexp.MustCompile(`^panic: (cache .+ modified)`)
-	dumpNameRE  = regexp.MustCompile(`\bName: \(string\) \(len=\d+\) "([^"]*)"`)
-	logLineRE   = regexp.MustCompile(`^[IWEF]\d{4} `)
-	sideSpaceRE = regexp.MustCompile(` {2,}`)
+	alteredRE  = regexp.MustCompile(`^CACHE (.+)\[(\d+)\] ALTERED!$`)
+	modifiedRE = regexp.MustCompile(`^panic: (cache .+ modified)`)
+	dumpNameRE = regexp.MustCompile(`\bName: \(string\) \(len=\d+\) "([^"]*)"`)
+	logLineRE  = regexp.MustCompile(`^[IWEF]\d{4} `)
+	// klog's header, wherever it starts in a line.
+	klogHeaderRE = regexp.MustCompile(`[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [^ :\]]+:\d+\] `)
+	sideSpaceRE  = regexp.MustCompile(` {2,}`)
 )
 
 // ParseCacheMutations reads the detector's reports from a process's output
@@ -74,11 +76,31 @@ func ParseCacheMutations(output string) CacheMutations {
 		var rows []string
 		for i+1 < len(lines) {
 			next := strings.TrimRight(lines[i+1], "\r")
-			if next == "" || alteredRE.MatchString(next) || modifiedRE.MatchString(next) || logLineRE.MatchString(next) {
+			if next == "" || alteredRE.MatchString(next) || modifiedRE.MatchString(next) {
 				break
 			}
-			rows = append(rows, next)
 			i++
+			if logLineRE.MatchString(next) {
+				continue
+			}
+			// The detector prints a dump in one write, which can reach
+			// the output in pieces with kcp's log lines between them:
+			// a row that a log line interrupts goes on after it.
+			for {
+				at := klogHeaderRE.FindStringIndex(next)
+				if at == nil {
+					break
+				}
+				next = next[:at[0]]
+				for i+1 < len(lines) && logLineRE.MatchString(lines[i+1]) {
+					i++
+				}
+				if i+1 < len(lines) {
+					next += strings.TrimRight(lines[i+1], "\r")
+					i++
+				}
+			}
+			rows = append(rows, next)
 		}
 		r.Object, r.Now, r.Stored = readSideBySide(rows)
 		res.Reports = append(res.Reports, r)

@@ -18,9 +18,10 @@ import (
 // apimachinery's side-by-side dump of the object now and when stored),
 // between kcp's log lines.
 func TestParseCacheMutations(t *testing.T) {
-	stored := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:admin", Annotations: map[string]string{"a": "b"}}}
+	// One annotation at most: the dump prints a map's entries in no fixed order.
+	stored := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:admin"}}
 	now := stored.DeepCopy()
-	now.Annotations["kcp.io/original-api-version"] = ""
+	now.Annotations = map[string]string{"kcp.io/original-api-version": ""}
 	other := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "view", Labels: map[string]string{"x": "1"}}}
 	otherNow := other.DeepCopy()
 	otherNow.Labels["x"] = "2"
@@ -38,8 +39,8 @@ func TestParseCacheMutations(t *testing.T) {
 		Panic: "cache storage/cacher.go:/clusterroles modified",
 		Reports: []CacheMutation{
 			{Cache: "storage/cacher.go:/clusterroles", Index: 3, Object: "system:admin",
-				Now:    []string{"Annotations: (map[string]string) (len=2) {", `(string) (len=1) "a": (string) (len=1) "b",`, `(string) (len=27) "kcp.io/original-api-version": (string) ""`},
-				Stored: []string{"Annotations: (map[string]string) (len=1) {", `(string) (len=1) "a": (string) (len=1) "b"`}},
+				Now:    []string{"Annotations: (map[string]string) (len=1) {", `(string) (len=27) "kcp.io/original-api-version": (string) ""`, "},"},
+				Stored: []string{"Annotations: (map[string]string) <nil>,"}},
 			{Cache: "storage/cacher.go:/clusterroles", Index: 7, Object: "view",
 				Now:    []string{`(string) (len=1) "x": (string) (len=1) "2"`},
 				Stored: []string{`(string) (len=1) "x": (string) (len=1) "1"`}},
@@ -50,6 +51,24 @@ func TestParseCacheMutations(t *testing.T) {
 	}
 	if got := ParseCacheMutations("I1203 ok\nW1203 also ok\n"); got.Panic != "" || len(got.Reports) != 0 {
 		t.Errorf("a log with no report: %+v", got)
+	}
+
+	// kcp's log lines can land inside a dump, between two rows or in the
+	// middle of one (the detector's one write reached the output in
+	// pieces): the report reads as without them.
+	dump := diff.ObjectGoPrintSideBySide(now, stored)
+	row := strings.Index(dump, `"kcp.io/original-api-version"`)
+	logs := `I1203 17:00:00.100000   12345 httplog.go:92] "GET" verb="LIST"` + "\n" + `E1203 17:00:00.200000   12345 other.go:1] "unrelated"` + "\n"
+	for name, spliced := range map[string]string{
+		"mid-row":      dump[:row] + logs + dump[row:],
+		"between rows": dump[:strings.LastIndex(dump[:row], "\n")+1] + logs + dump[strings.LastIndex(dump[:row], "\n")+1:],
+		"twice":        dump[:row] + logs + dump[row:row+5] + logs + dump[row+5:],
+	} {
+		out := "CACHE storage/cacher.go:/clusterroles[3] ALTERED!\n" + spliced + "\n"
+		got := ParseCacheMutations(out)
+		if diff := cmp.Diff(want.Reports[:1], got.Reports); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s\nfrom:\n%s", name, diff, out)
+		}
 	}
 }
 
