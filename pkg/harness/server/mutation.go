@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,9 +30,38 @@ type CacheMutation struct {
 // (strconv.ParseBool reads the value), and off: kcp's informers honour it,
 // and the fork's watch cache with the carry's detector patch.
 const (
-	CacheMutationDetectorOn  = "KUBE_CACHE_MUTATION_DETECTOR=true"
-	CacheMutationDetectorOff = "KUBE_CACHE_MUTATION_DETECTOR=false"
+	CacheMutationDetectorOn  = cacheMutationDetectorVar + "=true"
+	CacheMutationDetectorOff = cacheMutationDetectorVar + "=false"
+
+	cacheMutationDetectorVar = "KUBE_CACHE_MUTATION_DETECTOR"
+	// detectorMadeLine is the warning client-go's NewCacheMutationDetector
+	// logs for each detector it makes with the switch on.
+	detectorMadeLine = "Mutation detector is enabled"
 )
+
+// CacheMutationDetectorOn says whether the child was started with the cache
+// mutation detector's switch on, read as client-go reads it
+// (strconv.ParseBool; of two entries, exec keeps the last).
+func (s *Server) CacheMutationDetectorOn() bool {
+	env := s.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	on := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, cacheMutationDetectorVar+"="); ok {
+			on, _ = strconv.ParseBool(v)
+		}
+	}
+	return on
+}
+
+// CacheMutationDetectorsMade counts the detectors a process's output says
+// client-go made (one per informer; with the carry's patch, one per watch
+// cache too): none with the switch on means the process did not honour it.
+func CacheMutationDetectorsMade(output string) int {
+	return strings.Count(output, detectorMadeLine)
+}
 
 // CacheMutations is what a process's output says of its caches.
 type CacheMutations struct {

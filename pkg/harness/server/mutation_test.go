@@ -72,6 +72,31 @@ func TestParseCacheMutations(t *testing.T) {
 	}
 }
 
+// The switch as client-go reads it, and the detectors a process says it made.
+func TestCacheMutationDetectorOn(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want bool
+	}{
+		{[]string{"A=1", CacheMutationDetectorOn}, true},
+		{[]string{"KUBE_CACHE_MUTATION_DETECTOR=1"}, true},
+		{[]string{CacheMutationDetectorOn, CacheMutationDetectorOff}, false},
+		{[]string{"KUBE_CACHE_MUTATION_DETECTOR=yes"}, false}, // strconv.ParseBool refuses it, as client-go does
+		{[]string{"A=1"}, false},
+	} {
+		s := &Server{opts: Command{Env: tt.env}}
+		if got := s.CacheMutationDetectorOn(); got != tt.want {
+			t.Errorf("env %q: CacheMutationDetectorOn() = %v, want %v", tt.env, got, tt.want)
+		}
+	}
+	out := "W1203 17:25:01.000000   11692 mutation_detector.go:54] Mutation detector is enabled, this will result in memory leakage.\n" +
+		"I1203 17:25:01.100000   11692 other.go:1] \"x\"\n" +
+		"W1203 17:25:01.200000   11692 mutation_detector.go:54] Mutation detector is enabled, this will result in memory leakage.\n"
+	if got := CacheMutationDetectorsMade(out); got != 2 {
+		t.Errorf("CacheMutationDetectorsMade = %d, want 2", got)
+	}
+}
+
 // ReadUsage of this process: some memory, and CPU time that grows while
 // it spins (bounded: at most 30 s of wall time on a loaded machine).
 func TestReadUsage(t *testing.T) {

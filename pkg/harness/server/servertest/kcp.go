@@ -47,7 +47,8 @@ func StartKCPWithWorkspaces(t testing.TB, opts server.KCPOptions, names []string
 
 // StopKCPAtCleanup stops s at cleanup, for a kcp started elsewhere (kcpe2e):
 // a kcp that died on its own is the test's to judge, a report of the cache
-// mutation detector fails the test (ExpectNoCacheMutations), and a failed
+// mutation detector fails the test (ExpectNoCacheMutations), so does a
+// switch kcp did not honour (ExpectCacheMutationDetectorHonoured), and a failed
 // test gets the last lines of kcp's output.
 func StopKCPAtCleanup(t testing.TB, s *server.KCP) {
 	t.Cleanup(func() {
@@ -55,6 +56,7 @@ func StopKCPAtCleanup(t testing.TB, s *server.KCP) {
 			t.Logf("stopping kcp: %v", err)
 		}
 		ExpectNoCacheMutations(t, "kcp", s.Stderr())
+		ExpectCacheMutationDetectorHonoured(t, "kcp", s.Server)
 		if t.Failed() {
 			t.Logf("kcp output (last lines):\n%s", server.TailLines(s.Stderr(), 40))
 		}
@@ -89,6 +91,10 @@ func StartTopology(t testing.TB, opts server.TopologyOptions) *server.Topology {
 		for _, c := range topo.Components() {
 			ExpectNoCacheMutations(t, c.Name, c.Stderr())
 		}
+		// The shards are kcp; what the other servers make is theirs.
+		for _, c := range topo.Shards {
+			ExpectCacheMutationDetectorHonoured(t, c.Name, c.Server)
+		}
 		if t.Failed() {
 			for _, c := range topo.Components() {
 				t.Logf("%s output (last lines, all in %s/output.log):\n%s", c.Name, c.Dir, server.TailLines(c.Stderr(), 20))
@@ -114,4 +120,15 @@ func ExpectNoCacheMutations(t testing.TB, name, output string) {
 		first = fmt.Sprintf("%s[%d] %q: now %q, when stored %q", r.Cache, r.Index, r.Object, r.Now, r.Stored)
 	}
 	t.Errorf("%s: the cache mutation detector reported %d changed object(s) (%s); the first: %s", name, len(m.Reports), cmp.Or(m.Panic, "no panic"), first)
+}
+
+// ExpectCacheMutationDetectorHonoured fails t if s ran with the cache
+// mutation detector's switch on but its output never says client-go made a
+// detector: ExpectNoCacheMutations would then pass for a server that checked
+// nothing.
+func ExpectCacheMutationDetectorHonoured(t testing.TB, name string, s *server.Server) {
+	t.Helper()
+	if s.CacheMutationDetectorOn() && server.CacheMutationDetectorsMade(s.Stderr()) == 0 {
+		t.Errorf("%s ran with %s but its output never says a cache mutation detector was made: the switch did not reach its caches, and no report proves nothing", name, server.CacheMutationDetectorOn)
+	}
 }
