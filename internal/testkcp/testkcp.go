@@ -30,6 +30,7 @@ func Checkout(t testing.TB, root string, extra map[string]string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	t.Cleanup(func() { removeWorkspaces(t, root, dir) })
 	files := map[string]string{}
 	for _, f := range ar.Files {
 		files[f.Name] = string(f.Data)
@@ -89,6 +90,36 @@ func Checkout(t testing.TB, root string, extra map[string]string) string {
 		}
 	}
 	return dir
+}
+
+// removeWorkspaces removes what builds of the checkout at dir generated
+// under root/.build (kcpbuild's source mode: a go.work that uses dir, with
+// an overlay beside it), which would outlive the checkout.
+func removeWorkspaces(t testing.TB, root, dir string) {
+	works, err := filepath.Glob(filepath.Join(root, ".build", "*", "go.work"))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, path := range works {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		w, err := modfile.ParseWork(path, data, nil)
+		if err != nil {
+			continue // not a workspace of ours; not ours to judge
+		}
+		for _, u := range w.Use {
+			if u.Path == dir {
+				if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+					t.Error(err)
+				}
+				break
+			}
+		}
+	}
 }
 
 // GoCommand runs the go command in dir with env added, or fails the test.
