@@ -41,6 +41,17 @@ type RaceSuiteRun struct {
 	PeakRSSCommand     string `json:"peakRSSCommand"`
 	// Packages are the e2e packages' times, as go test reports them.
 	Packages []RaceSuitePackage `json:"packages"`
+	// Release is the same suite on a release of kcp, for the cherry-pick
+	// (nil if not run there).
+	Release *RaceSuiteRelease `json:"release,omitempty"`
+}
+
+// RaceSuiteRelease is the whole suite under the target on a kcp release:
+// the tree ("kcp v0.32.3 with ..."), what it ended with and kcp's peak RSS.
+type RaceSuiteRelease struct {
+	KCP     string `json:"kcp"`
+	Result  string `json:"result"`
+	PeakRSS string `json:"peakRSS"`
 }
 
 // RaceSuitePackage is one e2e package's time under the target and, if
@@ -69,7 +80,7 @@ func parseRaceSuiteRun(data []byte) (*RaceSuiteRun, error) {
 		return nil, err
 	}
 	if r.KCP == "" && r.Machine == "" && r.Result == "" && r.Wall == "" && r.WallWithoutRace == "" &&
-		r.PeakRSS == "" && r.PeakRSSWithoutRace == "" && r.PeakRSSCommand == "" && len(r.Packages) == 0 {
+		r.PeakRSS == "" && r.PeakRSSWithoutRace == "" && r.PeakRSSCommand == "" && len(r.Packages) == 0 && r.Release == nil {
 		return nil, nil
 	}
 	var missing []string
@@ -83,6 +94,15 @@ func parseRaceSuiteRun(data []byte) (*RaceSuiteRun, error) {
 	}
 	if len(r.Packages) == 0 {
 		missing = append(missing, "packages")
+	}
+	if rel := r.Release; rel != nil {
+		for _, f := range []struct{ name, value string }{
+			{"release.kcp", rel.KCP}, {"release.result", rel.Result}, {"release.peakRSS", rel.PeakRSS},
+		} {
+			if f.value == "" {
+				missing = append(missing, f.name)
+			}
+		}
 	}
 	withoutRace := 0
 	for i, p := range r.Packages {
