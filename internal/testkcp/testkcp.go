@@ -14,6 +14,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/gowork"
 )
 
 // Version is the tag of the synthetic checkout's commit.
@@ -102,21 +103,14 @@ func removeWorkspaces(t testing.TB, root, dir string) {
 		return
 	}
 	for _, path := range works {
-		data, err := os.ReadFile(path)
+		w, err := gowork.Read(path)
 		if err != nil {
-			t.Error(err)
+			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		w, err := modfile.ParseWork(path, data, nil)
-		if err != nil {
-			continue // not a workspace of ours; not ours to judge
-		}
-		for _, u := range w.Use {
-			if u.Path == dir {
-				if err := os.RemoveAll(filepath.Dir(path)); err != nil {
-					t.Error(err)
-				}
-				break
+		if w.Uses(dir) {
+			if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+				t.Error(err)
 			}
 		}
 	}
