@@ -1,9 +1,7 @@
 package export
 
 import (
-	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -63,46 +61,31 @@ type RaceSuitePackage struct {
 }
 
 func loadRaceSuiteRun() (*RaceSuiteRun, error) {
-	r, err := parseRaceSuiteRun(raceSuiteJSON)
-	if err != nil {
-		return nil, fmt.Errorf("pkg/carry/export/%s: %w", RaceSuiteFile, err)
-	}
-	return r, nil
+	return loadFigures(RaceSuiteFile, raceSuiteJSON, parseRaceSuiteRun)
 }
 
 // parseRaceSuiteRun reads a RaceSuiteFile: nil when every field is empty,
 // an error naming what is missing when only some are set.
 func parseRaceSuiteRun(data []byte) (*RaceSuiteRun, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var r RaceSuiteRun
-	if err := dec.Decode(&r); err != nil {
+	if err := decodeStrict(data, &r); err != nil {
 		return nil, err
 	}
 	if r.KCP == "" && r.Machine == "" && r.Result == "" && r.Wall == "" && r.WallWithoutRace == "" &&
 		r.PeakRSS == "" && r.PeakRSSWithoutRace == "" && r.PeakRSSCommand == "" && len(r.Packages) == 0 && r.Release == nil {
 		return nil, nil
 	}
-	var missing []string
-	for _, f := range []struct{ name, value string }{
+	missing := unset([]field{
 		{"kcp", r.KCP}, {"machine", r.Machine}, {"result", r.Result}, {"wall", r.Wall},
 		{"peakRSS", r.PeakRSS}, {"peakRSSCommand", r.PeakRSSCommand},
-	} {
-		if f.value == "" {
-			missing = append(missing, f.name)
-		}
-	}
+	})
 	if len(r.Packages) == 0 {
 		missing = append(missing, "packages")
 	}
 	if rel := r.Release; rel != nil {
-		for _, f := range []struct{ name, value string }{
+		missing = append(missing, unset([]field{
 			{"release.kcp", rel.KCP}, {"release.result", rel.Result}, {"release.peakRSS", rel.PeakRSS},
-		} {
-			if f.value == "" {
-				missing = append(missing, f.name)
-			}
-		}
+		})...)
 	}
 	withoutRace := 0
 	for i, p := range r.Packages {
