@@ -17,6 +17,7 @@ import (
 // exportLong is carry export's help: what it runs, and for how long.
 const exportLong = `Writes to --out the fork's pull request (the series as git format-patch files with
 fork paths, by --author, signed off with --signoff, and PR.md), the draft of the issue it leaves open,
+a comment for kcp-dev/kcp#4551 with the mitigation (--watch-cache=false) and its measured cost,
 the fork's later pull requests that staging-patches/pull-requests splits off (kcp-dev-kubernetes-<name>/),
 one directory per kcp pull request of kcp-patches/ (its patches and PR.md), in merge order, and the
 pull request for kubernetes/kubernetes of upstream-patches/kubernetes (kubernetes-kubernetes/). kcp's
@@ -124,6 +125,7 @@ func writeExportText(w io.Writer, res *export.Result) {
 	}
 	fmt.Fprintf(w, "  %s  (the fork's pull request, titled %q)\n", export.PRFile, res.Title)
 	fmt.Fprintf(w, "  %s  (the issue it leaves open, to file)\n", export.IssueFile)
+	fmt.Fprintf(w, "  %s  (a comment for kcp-dev/kcp#4551: the mitigation until the fix, to post)\n", export.CommentFile)
 	for _, pr := range res.ForkPRs {
 		for _, p := range pr.Patches {
 			fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)

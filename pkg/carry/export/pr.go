@@ -23,17 +23,25 @@ import (
 // (kcp-dev-kcp/<n>-<name>/PR.md), from kcp-pr-<name>.md.tmpl, or, for a pull
 // request without one yet, from its commit messages (generic-kcp-pr.md.tmpl);
 // and the issue the fork's text leaves to itself (IssueFile, from
-// issue-watch-event-cross-talk.md.tmpl); and the pull request for
+// issue-watch-event-cross-talk.md.tmpl); the comment for kcp-dev/kcp#4551
+// that gives operators the mitigation (CommentFile, from
+// issue-4551-comment.md.tmpl); and the pull request for
 // kubernetes/kubernetes (kubernetes-kubernetes/PR.md, in Kubernetes' template,
 // from kubernetes-pr.md.tmpl).
 //
-//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl kubernetes-pr.md.tmpl
+//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl issue-4551-comment.md.tmpl kubernetes-pr.md.tmpl
 var templates embed.FS
 
 // IssueFile is the draft of the issue the fork's pull request leaves open:
 // custom resources' partial-metadata watch events, which differ between
 // wildcard and single-cluster requests under one cached encoding.
 const IssueFile = "ISSUE-watch-event-cross-talk.md"
+
+// CommentFile is the comment for kcp-dev/kcp#4551 until the fix reaches
+// kcp: the mitigation, stock kcp with --watch-cache=false, how to check it
+// and what it leaves stored, and, from WatchCacheOffFile, what it was
+// measured to survive and to cost.
+const CommentFile = "kcp-dev-kcp-4551-comment.md"
 
 // KCPModules are kcp's modules that pin the fork, as kcp's tree lays them
 // out: the root, the CLI docs generator and the virtual workspace framework.
@@ -82,6 +90,9 @@ type prData struct {
 	// RaceSuite is kcp's whole shared e2e suite under the race target, from
 	// race-suite-run.json; nil until that file has figures.
 	RaceSuite *RaceSuiteRun
+	// WatchCacheOff is the mitigation measured, from WatchCacheOffFile; nil
+	// until that file has figures.
+	WatchCacheOff *WatchCacheOffRun
 }
 
 type prPatch struct {
@@ -114,6 +125,9 @@ func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin
 	if d.RaceSuite, err = loadRaceSuiteRun(); err != nil {
 		return nil, err
 	}
+	if d.WatchCacheOff, err = loadWatchCacheOffRun(); err != nil {
+		return nil, err
+	}
 	d.forkPR(forkPRs[0], v)
 	texts := prTexts{}
 	if texts[PRFile], err = render("fork-pr.md.tmpl", d); err != nil {
@@ -127,6 +141,9 @@ func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin
 		}
 	}
 	if texts[IssueFile], err = render("issue-watch-event-cross-talk.md.tmpl", d); err != nil {
+		return nil, err
+	}
+	if texts[CommentFile], err = render("issue-4551-comment.md.tmpl", d); err != nil {
 		return nil, err
 	}
 	if res.Upstream != nil {

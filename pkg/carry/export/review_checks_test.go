@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,4 +173,48 @@ func TestForkHasTheAnnotationConstant(t *testing.T) {
 		t.Fatalf("%s: no pkg/endpoints/handlers/response_kcp.go", d.Zip)
 	}
 	t.Fatal("the carry has no k8s.io/apiserver")
+}
+
+// shellPrograms finds the programs of a command line, past quotes, loops,
+// command substitutions, assignments, redirections and comments.
+func TestShellPrograms(t *testing.T) {
+	for line, want := range map[string][]string{
+		`for i in $(seq 8); do (while :; do curl -s -H "Accept: $A" 'http://x/a|b'; done) & done`: {"seq", ":", "curl"},
+		`sleep 7; kill $(jobs -p)   # the load; make x`:                                           {"sleep", "kill", "jobs"},
+		`awk '{print ($14+$15)/100}' /proc/$(pgrep -x kcp)/stat 2>/dev/null | tee out && cat out`: {"awk", "pgrep", "tee", "cat"},
+		`ACCEPT='a;b' kubectl get --raw /x | jq '.items[] | .x' > f`:                              {"kubectl", "jq"},
+		`  bin/carry scrub || make test-x`:                                                        {"bin/carry", "make"},
+	} {
+		if got := shellPrograms(line); !slices.Equal(got, want) {
+			t.Errorf("%s: programs %q, want %q", line, got, want)
+		}
+	}
+}
+
+// commentProblems complains about a comment that names this repository,
+// runs its tools, links into it, leaves out what the comment must give, or
+// quotes figures without their commands; the comment as the template
+// writes it passes.
+func TestCommentChecks(t *testing.T) {
+	bad := "Use our carried kcp, see [docs](docs/watch-cache-off.md).\n\n```sh\nbin/carry scrub --apply\nmake test-watch-cache-off\n```\n\n" +
+		"Measured on kcp v0.32.3 (2 cores): with the flag, 8 listers for 60 s: up.\n\n| objects | wildcard partial LIST p50 / p99 |\n|---|---|\n| 1,000 | 1 ms / 2 ms → 3 ms / 4 ms |\n"
+	problems := commentProblems(bad)
+	all := strings.Join(problems, "\n")
+	for _, want := range []string{
+		`names "Use our carried kcp, see [d"`, "bin/carry scrub --app\": the comment names nothing", "runs make, whose targets are ours: make test-watch-cache-off", "runs bin/carry:", "runs make:", `links "docs/watch-cache-off.md"`,
+		"does not give the flag in kcp's Helm chart's values", "does not give the command that finds what is stored",
+		"without the command that measures them on the reader's kcp (# the load)", "(# wildcard partial LIST)", "(# kcp peak RSS)",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("a comment of ours: no complaint containing %q; got:\n%s", want, all)
+		}
+	}
+	if len(problems) != 6+11+7 {
+		t.Errorf("%d complaints, want 6, 11 things not given and 7 figures without a command:\n%s", len(problems), all)
+	}
+	text, err := render("issue-4551-comment.md.tmpl", prData{BaseRev: "e006560fc76a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	complains(t, "the comment without figures", commentProblems(string(text)))
 }

@@ -128,6 +128,9 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	for _, p := range issueProblems(issue) {
 		t.Errorf("%s: %s", IssueFile, p)
 	}
+	for _, p := range commentProblems(readOut(t, out, CommentFile)) {
+		t.Errorf("%s: %s", CommentFile, p)
+	}
 
 	// The pull request for kubernetes/kubernetes: Kubernetes' template, short,
 	// standing alone.
@@ -447,6 +450,157 @@ func issueProblems(text string) []string {
 		problems = append(problems, "want a title and kcp's bug report sections (Describe the bug, Steps To Reproduce, Expected Behaviour, Additional Context)")
 	}
 	return append(problems, standAloneProblems(text)...)
+}
+
+// commentProblems is what the comment for kcp-dev/kcp#4551 must be: it
+// stands alone (standAloneProblems, kcpTextProblems), names nothing of this
+// repository (ourName, no make), runs kcp and kubectl and the
+// shell's tools only (commentPrograms), gives the flag for kcp and for kcp's
+// Helm chart, the check on the reader's kcp, that typed objects' partial
+// items still carry "" in the response only, and how to find what is
+// stored; and every figure it quotes comes with the command that measures
+// it on the reader's kcp.
+func commentProblems(text string) []string {
+	problems := append(standAloneProblems(text), kcpTextProblems(text)...)
+	for _, m := range ourName.FindAllStringIndex(text, -1) {
+		problems = append(problems, fmt.Sprintf("names %q: the comment names nothing of this repository", text[max(0, m[0]-12):min(len(text), m[1]+12)]))
+	}
+	for _, c := range commands(text) {
+		if makeCommand.MatchString(c) {
+			problems = append(problems, "runs make, whose targets are ours: "+strings.TrimSpace(c))
+		}
+	}
+	for _, line := range shLines(text) {
+		for _, p := range shellPrograms(line) {
+			if !slices.Contains(commentPrograms, p) {
+				problems = append(problems, fmt.Sprintf("runs %s: a reader's kcp has kcp, kubectl and the shell's tools (%s): %s", p, strings.Join(commentPrograms, " "), strings.TrimSpace(line)))
+			}
+		}
+	}
+	for _, want := range []struct{ text, what string }{
+		{"`kcp start --watch-cache=false", "the flag for the kcp binary"},
+		{"extraFlags: [\"--watch-cache=false\"]", "the flag in kcp's Helm chart's values (kcp.extraFlags)"},
+		{"-H \"Accept: $ACCEPT\" 'http://127.0.0.1:8001/clusters/*/apis/rbac.authorization.k8s.io/v1/clusterroles'", "the check: a wildcard partial-metadata LIST of ClusterRoles"},
+		{"ACCEPT='application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1'", "the partial-metadata Accept header"},
+		{"has(\"kcp.io/original-api-version\"))] | length'", "the check: no full object carries the key"},
+		{"still carries `\"\"` in a wildcard partial-metadata response", "that typed objects' partial items still carry \"\" in the response"},
+		{"never cached or stored", "that the response's \"\" is never stored"},
+		{"the flag does not remove what kcp with the watch cache stored", "that the flag leaves what is stored"},
+		{`select(.metadata.annotations["kcp.io/original-api-version"] == "")`, "the command that finds what is stored"},
+		{"`kubectl annotate <resource> <name> kcp.io/original-api-version-`", "the kubectl remedy"},
+		{"Drop the flag once your kcp has the fix", "when to drop the flag"},
+	} {
+		if !strings.Contains(text, want.text) {
+			problems = append(problems, fmt.Sprintf("does not give %s (%s)", want.what, want.text))
+		}
+	}
+	// Every figure with the command that measures it: the load behind the
+	// survival, a command per column of the cost table.
+	labels := map[string][]string{
+		"Measured on":              {"# the load"},
+		"| objects | wildcard par": {"# wildcard partial LIST", "# single-cluster LIST", "# GET", "# watch event delay", "# kcp CPU", "# kcp peak RSS"},
+	}
+	for figures, cmds := range labels {
+		if !strings.Contains(text, figures) || figures == "Measured on" && !strings.Contains(text, "with the flag, ") {
+			continue
+		}
+		for _, label := range cmds {
+			if !slices.ContainsFunc(shLines(text), func(l string) bool { return strings.HasSuffix(l, "   "+label) }) {
+				problems = append(problems, fmt.Sprintf("quotes figures (%s...) without the command that measures them on the reader's kcp (%s)", figures, label))
+			}
+		}
+	}
+	return problems
+}
+
+// ourName is this repository's name and its kcp's, in any word: "carry"
+// anywhere ("bin/carry", "kcp-carry") and "carried" ("the carried kcp"); an
+// object that carries a key is English.
+var ourName = regexp.MustCompile(`(?i)carry|\bcarried\b`)
+
+// commentPrograms are the programs the comment's commands may run: kcp,
+// kubectl, and what any shell that runs them has.
+var commentPrograms = []string{"kcp", "kubectl", "curl", "jq", "grep", "awk", "sort", "seq", "sleep", "kill", "jobs", "wait", "pgrep", "head", "tail", "wc", "date", "echo", "printf", "cat", "xargs", "tee", "true", ":"}
+
+// shLines are the lines of a text's sh code blocks.
+func shLines(text string) []string {
+	var lines []string
+	in, fenced := false, false
+	for _, line := range strings.Split(text, "\n") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "```") {
+			fenced = !fenced
+			in = fenced && t == "```sh"
+			continue
+		}
+		if in {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// shellPrograms are the programs a shell command line runs: the first word
+// of each command outside quotes (after ;, &, &&, |, ||, (, $( and the
+// keywords do, then, else, while, if, until), past variable assignments; a
+// for's words, done and fi, and what a redirection names are none; a
+// comment ends the line.
+func shellPrograms(line string) []string {
+	var progs []string
+	var word strings.Builder
+	var quote byte
+	first, loop := true, false
+	flush := func() {
+		w := word.String()
+		word.Reset()
+		switch {
+		case w == "" || !first:
+		case slices.Contains([]string{"do", "then", "else", "while", "if", "until", "!"}, w):
+		case w == "for":
+			first, loop = false, true
+		case w == "done" || w == "fi":
+			first = false
+		case regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`).MatchString(w):
+		default:
+			progs = append(progs, w)
+			first = false
+		}
+	}
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+			word.WriteByte(c)
+		case c == '\'' || c == '"':
+			quote = c
+			word.WriteByte(c)
+		case c == '#' && (i == 0 || line[i-1] == ' '):
+			i = len(line)
+		case c == ' ' || c == '\t':
+			flush()
+		case c == '>' || c == '<':
+			flush()
+			first = false
+			for i+1 < len(line) && strings.ContainsRune(">&0123456789", rune(line[i+1])) {
+				i++
+			}
+		case c == ';' || c == '|' || c == '&' || c == '(':
+			if loop && c == ';' {
+				loop = false
+			}
+			flush()
+			first = !loop || c == '('
+		case c == ')':
+			flush()
+			first = false
+		default:
+			word.WriteByte(c)
+		}
+	}
+	flush()
+	return progs
 }
 
 // standAloneProblems is what a text for another repository must not have:
