@@ -33,8 +33,10 @@ type ServerOptions struct {
 	// Tree is the kcp source tree the tests come from: the token file and
 	// the feature gates are read from it.
 	Tree string
-	// Env are extra environment variables for kcp.
-	Env []string
+	// Env are extra environment variables for kcp, and Args extra flags
+	// (--watch-cache=false, say).
+	Env  []string
+	Args []string
 	// ReadyTimeout bounds the wait for kcp's /readyz (default
 	// server.KCPReadyTimeout); a race build starts several times slower.
 	ReadyTimeout time.Duration
@@ -70,11 +72,11 @@ func StartServer(ctx context.Context, o ServerOptions) (*server.KCP, error) {
 		// kcp's test servers run with kcp's default batteries: the
 		// organization WorkspaceType the tests create workspaces of is one.
 		DefaultBatteries: true,
-		Args: []string{
+		Args: append([]string{
 			"--client-ca-file=" + caFile,
 			"--token-auth-file=" + tokensFile,
 			"--feature-gates=" + gates,
-		},
+		}, o.Args...),
 		// As kcp's Makefile runs its e2e servers.
 		Env:          append([]string{"UNSAFE_E2E_HACK_DISABLE_ETCD_FSYNC=true"}, o.Env...),
 		ReadyTimeout: o.ReadyTimeout,

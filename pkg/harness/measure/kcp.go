@@ -108,6 +108,7 @@ func kcpWorkspaceNames(n int) []string {
 type kcpSlot struct {
 	variant string
 	binary  string
+	args    []string // added to `kcp start`
 	work    string
 	n       int
 	srv     *server.KCP
@@ -120,7 +121,7 @@ func (s *kcpSlot) fresh(ctx context.Context, workspaces int) ([]string, error) {
 	s.stop()
 	s.n++
 	dir := filepath.Join(s.work, fmt.Sprintf("%s-%d", s.variant, s.n))
-	srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: s.binary, RootDir: dir, Progress: s.logf}, kcpWorkspaceNames(workspaces))
+	srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: s.binary, RootDir: dir, Args: s.args, Progress: s.logf}, kcpWorkspaceNames(workspaces))
 	if err != nil {
 		return nil, fmt.Errorf("%s kcp: %w", s.variant, err)
 	}

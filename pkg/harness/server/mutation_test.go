@@ -97,7 +97,7 @@ func TestCacheMutationDetectorOn(t *testing.T) {
 	}
 }
 
-// ReadUsage of this process: some memory, and CPU time that grows while
+// ReadUsage of this process: some memory, at most its peak, and CPU time that grows while
 // it spins (bounded: at most 30 s of wall time on a loaded machine).
 func TestReadUsage(t *testing.T) {
 	before, err := ReadUsage(os.Getpid())
@@ -113,7 +113,7 @@ func TestReadUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after.PeakRSSKiB <= 0 || after.CPU-before.CPU < 50*time.Millisecond {
+	if after.PeakRSSKiB <= 0 || after.RSSKiB <= 0 || after.RSSKiB > after.PeakRSSKiB || after.CPU-before.CPU < 50*time.Millisecond {
 		t.Errorf("ReadUsage = %+v after %+v and a busy loop", after, before)
 	}
 	if _, err := ReadUsage(-1); err == nil {

@@ -27,10 +27,11 @@ func ReadRSS(pid int) (string, error) {
 	return strings.Join(fields, ", "), nil
 }
 
-// Usage is what a process has used so far: its peak resident memory and
-// the CPU time it spent (user and system).
+// Usage is what a process has used so far: its peak resident memory, its
+// resident memory now and the CPU time it spent (user and system).
 type Usage struct {
 	PeakRSSKiB int64         `json:"peakRSSKiB"`
+	RSSKiB     int64         `json:"rssKiB"`
 	CPU        time.Duration `json:"cpu"`
 }
 
@@ -38,8 +39,8 @@ type Usage struct {
 // every Linux architecture Go supports.
 const clockTicks = 100
 
-// ReadUsage reads a running process's Usage from /proc/<pid>/status (VmHWM)
-// and /proc/<pid>/stat (utime, stime).
+// ReadUsage reads a running process's Usage from /proc/<pid>/status (VmHWM,
+// VmRSS) and /proc/<pid>/stat (utime, stime).
 func ReadUsage(pid int) (Usage, error) {
 	var u Usage
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -47,10 +48,16 @@ func ReadUsage(pid int) (Usage, error) {
 		return u, err
 	}
 	for _, l := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			if u.PeakRSSKiB, err = strconv.ParseInt(f[1], 10, 64); err != nil {
-				return u, fmt.Errorf("/proc/%d/status: %s: %w", pid, l, err)
-			}
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		dst := map[string]*int64{"VmHWM:": &u.PeakRSSKiB, "VmRSS:": &u.RSSKiB}[f[0]]
+		if dst == nil {
+			continue
+		}
+		if *dst, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+			return u, fmt.Errorf("/proc/%d/status: %s: %w", pid, l, err)
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -56,6 +56,9 @@ type TopologyOptions struct {
 	Shards int
 	// Env are extra environment variables ("K=V") of every server.
 	Env []string
+	// ShardArgs are extra flags for every shard's `kcp start`
+	// (--watch-cache=false, say).
+	ShardArgs []string
 	// ReadyTimeout bounds each server's wait for /readyz (default TopologyReadyTimeout).
 	ReadyTimeout time.Duration
 	// Progress receives a line per server when it is ready; nil discards.

@@ -129,6 +129,7 @@ func (t *Topology) startShard(ctx context.Context, i int) error {
 	if i > 0 {
 		args = append(args, "--root-shard-kubeconfig-file="+filepath.Join(t.Shards[0].Dir, "admin.kubeconfig"))
 	}
+	args = append(args, t.opts.ShardArgs...)
 	c, err := t.startComponent(ctx, name, dir, t.opts.Binaries.KCP, args,
 		func() (*rest.Config, error) { return t.shardAdmin(dir, loopback(t.ports.shard[i])) })
 	if err != nil {
