@@ -88,19 +88,20 @@ func kcpBinary(t *testing.T, variant string) string {
 	return bin
 }
 
-// startKCP runs kcp on rootDir and stops it at cleanup.
-func startKCP(t *testing.T, bin, rootDir string) *server.KCP {
+// startKCP runs kcp on rootDir, with args added to `kcp start`, and stops
+// it at cleanup.
+func startKCP(t *testing.T, bin, rootDir string, args ...string) *server.KCP {
 	t.Helper()
-	return servertest.StartKCP(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: kcpEnv(t, bin)})
+	return servertest.StartKCP(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Args: args, Env: kcpEnv(t, bin)})
 }
 
-// startKCPWithWorkspaces runs kcp on rootDir with the suite's workspaces
+// startKCPWithWorkspaces runs kcp on rootDir (args added to `kcp start`) with the suite's workspaces
 // (server.StartKCPWithWorkspaces, which waits for root's WorkspaceType before
 // creating them) and returns it with root plus their logical clusters; kcp is
 // stopped at cleanup.
-func startKCPWithWorkspaces(t *testing.T, bin, rootDir string) (*server.KCP, []string) {
+func startKCPWithWorkspaces(t *testing.T, bin, rootDir string, args ...string) (*server.KCP, []string) {
 	t.Helper()
-	s, clusters := servertest.StartKCPWithWorkspaces(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Env: kcpEnv(t, bin)}, kcpWorkspaces)
+	s, clusters := servertest.StartKCPWithWorkspaces(t, server.KCPOptions{Binary: bin, RootDir: rootDir, Args: args, Env: kcpEnv(t, bin)}, kcpWorkspaces)
 	clusters = append([]string{"root"}, clusters...)
 	t.Logf("logical clusters: %s (root, root:%s)", strings.Join(clusters, ", "), strings.Join(kcpWorkspaces, ", root:"))
 	return s, clusters
