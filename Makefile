@@ -23,7 +23,7 @@ export PHASE_LOG := $(CURDIR)/.build/phases.tsv
 # most with the fork in them): a faster link; builds that set -ldflags (kcp's
 # carried servers) keep theirs.
 TEST_GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath -ldflags=-w)
-TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector
+TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector test-watch-cache-off
 $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # cgo off, as kcp's own builds (CGO_ENABLED=0): go.mod requires the versions
 # kcp v0.32.3 requires of every module both compile (TestSharedModulesMatchKCP),
@@ -32,7 +32,7 @@ $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # on for themselves.
 $(TEST_TARGETS): export CGO_ENABLED := 0
 
-.PHONY: test-detector test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
+.PHONY: test-detector test-watch-cache-off test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -164,7 +164,7 @@ kcp-e2e: overlay kcp
 # phase is kcp v0.32.3's (make test-race).
 KCP_MAIN_ENV = KCP_BIN_DIR=$(CURDIR)/$(KCP_MAIN_BIN) KCP_SOURCE="$(KCP_MAIN_SOURCE)"
 test-kcp-main: kcp-main
-	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$' ./test/e2e/
+	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
 
 # The fork's watch cache mutation detector on real kcp (docs/detector.md):
 # on KCP_SOURCE and KCP_MAIN_SOURCE, kcp built three ways (carry build
@@ -177,6 +177,21 @@ test-kcp-main: kcp-main
 test-detector: overlay
 	@test -n "$(KCP_SOURCE)$(KCP_MAIN_SOURCE)" || { echo "make test-detector: set KCP_SOURCE and/or KCP_MAIN_SOURCE to kcp trees" >&2; exit 1; }
 	$(GO) test -timeout 180m -count=1 -v -run '^TestRealKCPWatchCacheDetector$$' ./test/e2e/
+
+# The operators' mitigation, stock kcp with --watch-cache=false
+# (docs/watch-cache-off.md): on KCP_SOURCE's builds (KCP_BIN_DIR for
+# another tree's, e.g. bin/kcp-main), the seed load for 10 minutes
+# (KCP_CARRY_WATCH_CACHE_OFF_SOAK) with kcp's RSS sampled, the mixed
+# watchers, the scrub scenario, kcp's e2e subset, the sharded topology with
+# every shard so started (KCP_SOURCE's servers only), and the cost against
+# the carried kcp at 1,000 and 10,000 ClusterRoles
+# (KCP_CARRY_WATCH_CACHE_OFF_SIZES). About 50 min here; records in
+# .build/watch-cache-off/<tree>/. `make test` runs TestRealKCPWatchCacheOff
+# (the load and its control) only.
+test-watch-cache-off: $(if $(KCP_BIN_DIR),overlay,sharded)
+	@test -d "$(KCP_SOURCE)" || { echo "make test-watch-cache-off: set KCP_SOURCE=<kcp source tree> (a directory)" >&2; exit 1; }
+	$(GO) test -timeout 180m -count=1 -v -run '^TestRealKCPWatchCacheOff' ./test/e2e/
+	$(if $(KCP_BIN_DIR),,$(GO) test $(GO_TEST_FLAGS) -v -run '^TestShardedWatchCacheOff$$' ./test/sharded/)
 
 # kcp's release image with the carry's binaries (cross-compiled per platform,
 # no Docker daemon). BASE (default ghcr.io/kcp-dev/kcp:<kcp version>, or
@@ -246,7 +261,7 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # `make test-kcp-main` (docs/ci.md has a recorded run). In the suite,
 # test/kcpscripts runs kcp's hack/bump-k8s.sh, with kcp-patches/ and stock,
 # on a copy of each tree given (no network, no build).
-REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$
+REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$
 # `sharded` builds bin/kcp and bin/kcp-pristine with the other servers, so
 # `kcp` (the same two links again) is not a prerequisite.
 test: phases-reset overlay $(if $(KCP_SOURCE),sharded)
@@ -254,7 +269,7 @@ test: phases-reset overlay $(if $(KCP_SOURCE),sharded)
 	$(PHASE) "suite" env KCP_CARRY_SHARD_RACE=0 KCP_CARRY_VERIFY_NORACE=1 KCP_CARRY_UPSTREAM_NORACE=1 $(GO) test $(GO_TEST_FLAGS) -vet=off -skip '^TestRealKCP|^TestSharded' ./...
 	$(PHASE) "real kcp $(if $(KCP_SOURCE),$(notdir $(KCP_SOURCE))): TestRealKCP*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestRealKCP' -skip '$(REAL_KCP_SKIP)' ./test/e2e/
 ifneq ($(KCP_SOURCE),)
-	$(PHASE) "sharded kcp $(notdir $(KCP_SOURCE)): TestSharded*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestSharded' ./test/sharded/
+	$(PHASE) "sharded kcp $(notdir $(KCP_SOURCE)): TestSharded*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestSharded' -skip '^TestShardedWatchCacheOff$$' ./test/sharded/
 endif
 ifneq ($(KCP_MAIN_SOURCE),)
 	$(PHASE) "kcp main $(notdir $(KCP_MAIN_SOURCE)): fork pin" $(CARRY) pins --kcp-source "$(KCP_MAIN_SOURCE)"
