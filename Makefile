@@ -261,7 +261,7 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # `make test-kcp-main` (docs/ci.md has a recorded run). In the suite,
 # test/kcpscripts runs kcp's hack/bump-k8s.sh, with kcp-patches/ and stock,
 # on a copy of each tree given (no network, no build).
-REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$
+REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$|^TestRealKCPWatchCacheOff$$/^control-with-cache$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$
 # `sharded` builds bin/kcp and bin/kcp-pristine with the other servers, so
 # `kcp` (the same two links again) is not a prerequisite.
 test: phases-reset overlay $(if $(KCP_SOURCE),sharded)

@@ -272,7 +272,7 @@ func runKCPTests(t *testing.T, s *server.KCP, tree string, p kcpe2e.Package, bin
 func expectAllPassed(t *testing.T, p kcpe2e.Package, res *kcpe2e.Result) {
 	t.Helper()
 	if !res.OK() {
-		t.Errorf("%s on the carried kcp: %s", p.Dir, describeFailures(res))
+		t.Errorf("%s: %s", p.Dir, describeFailures(res))
 	}
 	if res.Passed == 0 {
 		t.Errorf("%s: no test passed (%s)", p.Dir, res.Summary())

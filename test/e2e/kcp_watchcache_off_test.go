@@ -17,17 +17,19 @@ import (
 const watchCacheOff = "--watch-cache=false"
 
 // TestRealKCPWatchCacheOff: stock kcp (bin/kcp-pristine) started with
-// --watch-cache=false survives the suite's load alive, with no 5xx and no
-// fatal line; no full-object read carries kcp.io/original-api-version, every
-// acknowledged write holds, and afterwards no seeded object carries the key
-// in etcd. Its positive control is the same binary on the same root
-// directory without the flag: the same load kills it with a concurrent map
-// error.
+// --watch-cache=false survives the suite's load in root alive, with no 5xx
+// and no fatal line; no full-object read carries kcp.io/original-api-version,
+// every acknowledged write holds, and afterwards no seeded object carries
+// the key in etcd. Its positive control, control-with-cache, is the same
+// binary on the same root directory without the flag: the same load kills
+// it with a concurrent map error. make test leaves the control out (the
+// 60 s the issue allows this test there): TestShardedKCPPristine runs the
+// same stock kcp under the same load there and asserts the same death.
 func TestRealKCPWatchCacheOff(t *testing.T) {
 	bin := kcpBinary(t, "pristine")
 	rootDir := t.TempDir()
-	s, clusters := startKCPWithWorkspaces(t, bin, rootDir, watchCacheOff)
-	o := kcpLoadOptions(t, s, clusters)
+	s := startKCP(t, bin, rootDir, watchCacheOff)
+	o := kcpLoadOptions(t, s, []string{"root"})
 	rep := runHammer(t, o)
 	expectWatchCacheOffHeld(t, s, rep)
 	expectNothingStored(t, s, o)
@@ -39,6 +41,7 @@ func TestRealKCPWatchCacheOff(t *testing.T) {
 		s := startKCP(t, bin, rootDir)
 		c := o
 		c.Config, c.ServerExited = s.Config(), s.Done()
+		c.NoSeed = true
 		c.Duration = max(c.Duration, pristineDeathBound)
 		rep := runHammer(t, c)
 		if !rep.Death.Died {
