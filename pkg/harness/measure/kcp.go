@@ -108,7 +108,8 @@ func kcpWorkspaceNames(n int) []string {
 type kcpSlot struct {
 	variant string
 	binary  string
-	args    []string // added to `kcp start`
+	args    []string      // added to `kcp start`
+	ready   time.Duration // bounds kcp's start (default server.KCPReadyTimeout)
 	work    string
 	n       int
 	srv     *server.KCP
@@ -121,7 +122,7 @@ func (s *kcpSlot) fresh(ctx context.Context, workspaces int) ([]string, error) {
 	s.stop()
 	s.n++
 	dir := filepath.Join(s.work, fmt.Sprintf("%s-%d", s.variant, s.n))
-	srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: s.binary, RootDir: dir, Args: s.args, Progress: s.logf}, kcpWorkspaceNames(workspaces))
+	srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: s.binary, RootDir: dir, Args: s.args, ReadyTimeout: s.ready, Progress: s.logf}, kcpWorkspaceNames(workspaces))
 	if err != nil {
 		return nil, fmt.Errorf("%s kcp: %w", s.variant, err)
 	}

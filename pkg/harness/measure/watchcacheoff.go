@@ -37,6 +37,10 @@ type WatchCacheOffOptions struct {
 	// kind on each kcp for Window.
 	Rounds int
 	Window time.Duration
+	// ReadyTimeout bounds each kcp's start (default server.KCPReadyTimeout):
+	// a kcp seeded with tens of thousands of objects on a busy machine takes
+	// longer.
+	ReadyTimeout time.Duration
 	// Logf receives a line per step; nil discards.
 	Logf func(format string, args ...any) `json:"-"`
 }
@@ -161,6 +165,7 @@ func WatchCacheOff(ctx context.Context, o WatchCacheOffOptions) ([]WatchCacheOff
 	defer cleanup()
 	stock.variant, carried.variant = StockNoCache, CarriedCache
 	stock.args = []string{"--watch-cache=false"}
+	stock.ready, carried.ready = o.ReadyTimeout, o.ReadyTimeout
 	var out []WatchCacheOffCost
 	for _, n := range o.Sizes {
 		c, err := measureWatchCacheOff(ctx, o, n, []*kcpSlot{stock, carried}, logf)
