@@ -218,3 +218,15 @@ func TestCommentChecks(t *testing.T) {
 	}
 	complains(t, "the comment without figures", commentProblems(string(text)))
 }
+
+// forkMessageProblems refuses a fork commit's message that is long, gives a
+// git command to find the carry it fixes, or repeats its pull request's
+// text; a short message that names the carry passes.
+func TestForkMessageChecks(t *testing.T) {
+	pr := "## Summary\n\nFor a wildcard partial-metadata request, `setKCPOriginalAPIVersionAnnotation` writes into the cached object's own map, which every request reads.\n"
+	long := strings.Repeat("A line of the message.\n", 16)
+	complains(t, "long", forkMessageProblems(long, pr), "a message of 16 lines, want at most 15")
+	complains(t, "git log", forkMessageProblems("Its subject is what\ngit log --diff-filter=A --format=%s -- response_kcp.go\nprints.\n", pr), "gives a git command")
+	complains(t, "the text again", forkMessageProblems("Short.\n\nsetKCPOriginalAPIVersionAnnotation writes into the cached\nobject's own map, which every request reads.\n", pr), "repeats the pull request's text")
+	complains(t, "short and its own", forkMessageProblems("Write into a copy of the annotations. This fixes the carry that\nadded response_kcp.go: squash it in at the next rebase.\n", pr))
+}

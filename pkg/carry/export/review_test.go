@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 )
 
 // notForUpstream are strings no file the export writes may contain: this
@@ -83,6 +84,9 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 
 	fork := readOut(t, out, PRFile)
 	checkPRText(t, PRFile, fork, verified)
+	for _, p := range res.Patches {
+		checkForkMessage(t, out, p.File, fork)
+	}
 	if !strings.Contains(fork, "\nRefs kcp-dev/kcp#4551\n") || strings.Contains(fork, "Fixes") {
 		t.Errorf("%s: want Refs kcp-dev/kcp#4551 and no Fixes: merging into the fork fixes nothing in kcp until the pin moves", PRFile)
 	}
@@ -102,6 +106,9 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	for _, pr := range res.ForkPRs {
 		text := readOut(t, out, pr.PR)
 		checkPRText(t, pr.PR, text, verified)
+		for _, p := range pr.Patches {
+			checkForkMessage(t, out, p.File, text)
+		}
 		if !strings.Contains(text, "\nRefs kcp-dev/kcp#4551\n") || strings.Contains(text, "Fixes") {
 			t.Errorf("%s: want Refs kcp-dev/kcp#4551 and no Fixes", pr.PR)
 		}
@@ -204,6 +211,21 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 		for _, p := range kcpTextProblems(text) {
 			t.Errorf("%s: %s", pr.PR, p)
 		}
+	}
+}
+
+// checkForkMessage checks the message of the exported fork patch file (a
+// path relative to out) against its pull request's text prText
+// (forkMessageProblems).
+func checkForkMessage(t *testing.T, out, file, prText string) {
+	t.Helper()
+	data := readOut(t, out, file)
+	p, err := series.ParsePatch(file, []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, problem := range forkMessageProblems(p.Header.Body, prText) {
+		t.Errorf("%s: %s", file, problem)
 	}
 }
 
