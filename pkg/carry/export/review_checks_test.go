@@ -84,6 +84,16 @@ func TestKCPPatchChecks(t *testing.T) {
 		`test/e2e/x_test.go adds the string "kcp.io/original-api-version": use handlers.KCPOriginalAPIVersionAnnotation`,
 		"Makefile tests for a flag with findstring",
 	)
+
+	// A Prow job a patch adds starts by /test only.
+	prow := func(job string) string {
+		return "diff --git a/.prow.yaml b/.prow.yaml\n--- a/.prow.yaml\n+++ b/.prow.yaml\n@@ -1,3 +1,12 @@\n presubmits:\n" +
+			"   - name: pull-kcp-test-e2e\n     run_if_changed: \"(cmd|pkg)\"\n" + job + "   - name: pull-kcp-test-e2e-sharded\n"
+	}
+	complains(t, "a job that runs on every change", kcpPatchProblems(prow("+  - name: pull-kcp-x-race\n+    decorate: true\n+    optional: true\n+    run_if_changed: \"(cmd|pkg)\"\n+    spec:\n")),
+		".prow.yaml adds pull-kcp-x-race, which starts on its own")
+	complains(t, "a required job", kcpPatchProblems(prow("+  - name: pull-kcp-x-race\n+    always_run: false\n")), ".prow.yaml adds pull-kcp-x-race")
+	complains(t, "a job started by /test", kcpPatchProblems(prow("+  # a comment\n+  - name: pull-kcp-x-race\n+    decorate: true\n+    optional: true\n+    always_run: false\n+    spec:\n+      containers:\n+        - name: x\n")))
 }
 
 // pinBumpProblems complains about the pin bump's text as it was before the

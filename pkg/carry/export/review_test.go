@@ -211,6 +211,17 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 		for _, p := range kcpTextProblems(text) {
 			t.Errorf("%s: %s", pr.PR, p)
 		}
+		// An appendix stands alone as the pull request's first comment,
+		// which the text points to; a text points to one only if it has one.
+		if says := strings.Contains(text, "first comment"); says != (pr.Appendix != "") {
+			t.Errorf("%s: says the first comment holds detail: %v, but has an appendix: %q", pr.PR, says, pr.Appendix)
+		}
+		if pr.Appendix != "" {
+			appendix := readOut(t, out, pr.Appendix)
+			for _, p := range slices.Concat(standAloneProblems(appendix), kcpTextProblems(appendix)) {
+				t.Errorf("%s: %s", pr.Appendix, p)
+			}
+		}
 	}
 }
 
@@ -417,11 +428,15 @@ func literalDollar(cmd string) bool {
 // kcpPatchProblems is what a kcp patch must not add: the string
 // "kcp.io/original-api-version" in Go, where kcp has the fork's constant
 // (handlers.KCPOriginalAPIVersionAnnotation, k8s.io/apiserver/pkg/endpoints/handlers),
-// and findstring testing for a flag in a Makefile, which matches any flag
-// that contains it (-race in -racey): $(filter ...) matches words.
+// findstring testing for a flag in a Makefile, which matches any flag
+// that contains it (-race in -racey): $(filter ...) matches words; and a
+// Prow job (.prow.yaml) that starts on its own: a job ours adds is
+// optional and started by /test only (always_run: false, no
+// run_if_changed), until the maintainers see it green and decide more.
 func kcpPatchProblems(patch string) []string {
 	var problems []string
 	file := ""
+	var jobs []string // the jobs .prow.yaml gains, their added lines each
 	for _, line := range strings.Split(patch, "\n") {
 		if rest, ok := strings.CutPrefix(line, "diff --git a/"); ok {
 			if _, b, ok := strings.Cut(rest, " b/"); ok {
@@ -432,11 +447,26 @@ func kcpPatchProblems(patch string) []string {
 		if !strings.HasPrefix(line, "+") || strings.HasPrefix(line, "+++ ") {
 			continue
 		}
+		if path.Base(file) == ".prow.yaml" {
+			if strings.HasPrefix(strings.TrimSpace(line[1:]), "- name: ") && strings.HasPrefix(line[1:], "  - ") {
+				jobs = append(jobs, "")
+			}
+			if len(jobs) > 0 {
+				jobs[len(jobs)-1] += strings.TrimSpace(line[1:]) + "\n"
+			}
+		}
 		switch base := path.Base(file); {
 		case strings.HasSuffix(file, ".go") && strings.Contains(line, `"kcp.io/original-api-version"`):
 			problems = append(problems, fmt.Sprintf(`%s adds the string "kcp.io/original-api-version": use handlers.KCPOriginalAPIVersionAnnotation (k8s.io/apiserver/pkg/endpoints/handlers), as kcp does: %s`, file, strings.TrimSpace(line[1:])))
 		case (base == "Makefile" || strings.HasSuffix(base, ".mk")) && strings.Contains(line, "$(findstring "):
 			problems = append(problems, fmt.Sprintf("%s tests for a flag with findstring, which matches any word containing it: use $(filter ...): %s", file, strings.TrimSpace(line[1:])))
+		}
+	}
+	for _, job := range jobs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(job, "- name: "), "\n")
+		lines := strings.Split(job, "\n")
+		if !slices.Contains(lines, "optional: true") || !slices.Contains(lines, "always_run: false") || strings.Contains(job, "run_if_changed:") {
+			problems = append(problems, fmt.Sprintf(".prow.yaml adds %s, which starts on its own: a new job is optional: true and always_run: false, with no run_if_changed (started by /test %s)", name, name))
 		}
 	}
 	return problems
