@@ -106,7 +106,8 @@ type prData struct {
 type prPatch struct {
 	N       int
 	Subject string
-	// Files are the fork paths it changes, as markdown code spans.
+	// Files are the names of the files it changes, as markdown code spans
+	// (the pull request shows their paths).
 	Files string
 }
 
@@ -196,7 +197,7 @@ func (d *prData) forkPR(pr *forkPR, v *verifyEvidence) {
 	for i, e := range pr.patches {
 		var files []string
 		for _, f := range e.res.Files {
-			files = append(files, markdown.CodeSpan(f))
+			files = append(files, markdown.CodeSpan(path.Base(f)))
 		}
 		d.Patches = append(d.Patches, prPatch{N: i + 1, Subject: e.res.Subject, Files: strings.Join(files, ", ")})
 		for _, f := range e.out.Files {

@@ -26,6 +26,7 @@ func TestRaceSuiteRun(t *testing.T) {
 	if committed == nil && strings.Contains(string(text), "| whole suite") {
 		t.Errorf("no figures in %s, yet the text quotes a run of the whole suite:\n%s", RaceSuiteFile, text)
 	}
+	complains(t, "the committed race target's text", kcpTextLengthProblems(string(text)))
 
 	// Without figures: no whole-suite row, and an empty appendix (which
 	// the export does not write).
@@ -62,7 +63,7 @@ func TestRaceSuiteRun(t *testing.T) {
 		"\n| whole suite, kcp main, 2 shared cores | 0 failed | 0 | 50 min | 9 GiB |\n| whole suite, kcp v0.99.0, 2 shared cores | 1 failed | 0 | 45 min | 8 GiB |\n",
 		"first comment",
 	)
-	complains(t, "the race target's text with the run", kcpTextProblems(string(text)))
+	complains(t, "the race target's text with the run", slices.Concat(kcpTextProblems(string(text)), kcpTextLengthProblems(string(text))))
 	appendix, err := render("kcp-appendix-race-e2e-target.md.tmpl", d)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestRaceSuiteRun(t *testing.T) {
 		"| package | time | without `-race` | result |\n",
 		"| `apibinding` | 400 s | 200 s | ok |\n| `conformance` | 120 s | 60 s | failed: a wait |\n",
 	)
-	complains(t, "the race target's appendix", slices.Concat(standAloneProblems(string(appendix)), kcpTextProblems(string(appendix))))
+	complains(t, "the race target's appendix", slices.Concat(standAloneProblems(string(appendix)), kcpTextProblems(string(appendix)), kcpTextLengthProblems(string(appendix))))
 
 	for _, c := range []struct{ json, want string }{
 		{`{"wall": "50 min"}`, "not kcp, tree, machine, result, failed, raceReports, peakRSS, peakRSSCommand, packages: give all or none"},

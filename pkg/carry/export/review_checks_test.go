@@ -229,6 +229,57 @@ func TestCommentChecks(t *testing.T) {
 	complains(t, "the comment without figures", commentProblems(string(text)))
 }
 
+// The fifth review: kcpTextLengthProblems refuses a text longer than
+// GitHub shows in maxRenderedLines lines, and a figure with no command
+// beside it; it lets figures stand in a block with a command, next to a
+// code block of commands, in a list or table next to one, and lets names
+// (versions, issues, commits, dates) be.
+func TestKCPTextLengthChecks(t *testing.T) {
+	long := strings.Repeat(strings.Repeat("word ", 30)+"\n\n", 21) // 21 paragraphs of 2 lines, and blank lines
+	for _, c := range []struct {
+		name, text string
+		wants      []string
+	}{
+		{"too long", long, []string{"shows as 62 lines at 100 characters a line, want at most 60"}},
+		{"short lines, many", strings.Repeat("line\n", 61), []string{"shows as 61 lines"}},
+		{"a code block's lines count once each", "```sh\n" + strings.Repeat("make test-e2e "+strings.Repeat("x", 200)+"\n", 50) + "```\n", nil},
+		{
+			"figures without a command",
+			"It took 123 s and 2.5 GiB on 2 cores.\n\n```sh\nmake test\n```\n\nWords between.\n\nIt failed 24 tests.\n\nThe job asks 12Gi.\n",
+			[]string{"gives 24 without", "gives 12Gi without"},
+		},
+		{"figures beside a code span", "It took 123 s with `make test-e2e`.\n", nil},
+		{
+			"a list next to a code block",
+			"The runs:\n\n- the first: 5 reports;\n- the second: 6 reports.\n\n```sh\nmake test-e2e-shared-minimal-race\n```\n\n| run | time |\n|---|---|\n| race | 123 s |\n",
+			nil,
+		},
+		{
+			"a list, then a paragraph, then the code",
+			"- the first: 5 reports;\n- the second: 6 reports.\n\nSome words.\n\n```sh\nmake test\n```\n",
+			[]string{"gives 5 without", "gives 6 without"},
+		},
+		{
+			"output is no command",
+			"It fails 3 tests:\n\n```\nFAIL example.com/pkg 0.5s\n```\n",
+			[]string{"gives 3 without"},
+		},
+		{
+			"a command nested in a list item",
+			"1. The bump, 1 of 34:\n   ```sh\n   BRANCH=v0.0.0-<date>-<commit> ./hack/bump-k8s.sh\n   ```\n1. The test.\n",
+			nil,
+		},
+		{
+			"names, not figures",
+			"kcp v0.32.3 and kcp-1.36.0 pin e006560fc76a (2026-06-02), as #4551 and kcp-dev/kcp#4551 say, on `release-0.32`.\n\n1. First.\n1. Second.\n",
+			nil,
+		},
+		{"a release note is prose", "```release-note\nFixed 3 crashes.\n```\n", []string{"gives 3 without"}},
+	} {
+		complains(t, c.name, kcpTextLengthProblems(c.text), c.wants...)
+	}
+}
+
 // forkMessageProblems refuses a fork commit's message that is long, gives a
 // git command to find the carry it fixes, or repeats its pull request's
 // text; a short message that names the carry passes.

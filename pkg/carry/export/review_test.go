@@ -84,6 +84,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 
 	fork := readOut(t, out, PRFile)
 	checkPRText(t, PRFile, fork, verified)
+	checkKCPText(t, PRFile, fork)
 	for _, p := range res.Patches {
 		checkForkMessage(t, out, p.File, fork)
 	}
@@ -106,6 +107,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	for _, pr := range res.ForkPRs {
 		text := readOut(t, out, pr.PR)
 		checkPRText(t, pr.PR, text, verified)
+		checkKCPText(t, pr.PR, text)
 		for _, p := range pr.Patches {
 			checkForkMessage(t, out, p.File, text)
 		}
@@ -135,9 +137,12 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	for _, p := range issueProblems(issue) {
 		t.Errorf("%s: %s", IssueFile, p)
 	}
-	for _, p := range commentProblems(readOut(t, out, CommentFile)) {
+	checkKCPText(t, IssueFile, issue)
+	comment := readOut(t, out, CommentFile)
+	for _, p := range commentProblems(comment) {
 		t.Errorf("%s: %s", CommentFile, p)
 	}
+	checkKCPText(t, CommentFile, comment)
 
 	// The pull request for kubernetes/kubernetes: Kubernetes' template, short,
 	// standing alone.
@@ -211,6 +216,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 		for _, p := range kcpTextProblems(text) {
 			t.Errorf("%s: %s", pr.PR, p)
 		}
+		checkKCPText(t, pr.PR, text)
 		// An appendix stands alone as the pull request's first comment,
 		// which the text points to; a text points to one only if it has one.
 		if says := strings.Contains(text, "first comment"); says != (pr.Appendix != "") {
@@ -221,7 +227,17 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 			for _, p := range slices.Concat(standAloneProblems(appendix), kcpTextProblems(appendix)) {
 				t.Errorf("%s: %s", pr.Appendix, p)
 			}
+			checkKCPText(t, pr.Appendix, appendix)
 		}
+	}
+}
+
+// checkKCPText is the fifth review on a text for kcp: short as GitHub shows
+// it, and every figure beside its command (kcpTextLengthProblems).
+func checkKCPText(t *testing.T, name, text string) {
+	t.Helper()
+	for _, p := range kcpTextLengthProblems(text) {
+		t.Errorf("%s: %s", name, p)
 	}
 }
 
