@@ -300,12 +300,7 @@ func checkBump(before, after map[string]string) []string {
 		if n := strings.Count(after[m], pinnedRev); n > 0 {
 			problems = append(problems, fmt.Sprintf("%s: names %s %d times", m, pinnedRev, n))
 		}
-		old, err := modfile.Parse(m, []byte(before[m]), nil)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		bumped, err := modfile.Parse(m, []byte(after[m]), nil)
+		old, bumped, err := parseGoMods(m, before, after)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -338,6 +333,18 @@ func checkBump(before, after map[string]string) []string {
 		}
 	}
 	return problems
+}
+
+// parseGoMods parses the go.mod m of kcp as it was before a run of the
+// script and after.
+func parseGoMods(m string, before, after map[string]string) (old, bumped *modfile.File, err error) {
+	if old, err = modfile.Parse(m, []byte(before[m]), nil); err != nil {
+		return nil, nil, err
+	}
+	if bumped, err = modfile.Parse(m, []byte(after[m]), nil); err != nil {
+		return nil, nil, err
+	}
+	return old, bumped, nil
 }
 
 // isFork says whether a replacement's path is the fork's repository or a
@@ -506,12 +513,7 @@ func runGuideStep(ctx context.Context, t *testing.T, tree, step, version string)
 func checkMoved(before, after map[string]string, repo, stamp string) []string {
 	var problems []string
 	for _, m := range goModules {
-		old, err := modfile.Parse(m, []byte(before[m]), nil)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		moved, err := modfile.Parse(m, []byte(after[m]), nil)
+		old, moved, err := parseGoMods(m, before, after)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
