@@ -160,8 +160,10 @@ kcp-e2e: overlay kcp
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCPOwnE2E$$' ./test/e2e/
 
 # The whole real-kcp suite and kcp's e2e subset on kcp main's builds
-# (KCP_MAIN_SOURCE); `make test` only checks main's fork pin. The race
-# phase is kcp v0.32.3's (make test-race).
+# (KCP_MAIN_SOURCE), and TestRealKCPE2EVet: `go vet ./test/e2e/...` in a
+# copy of main with every kcp-patches/ pull request applied, which compiles
+# most of kcp and is not in `make test`; `make test` only checks main's fork
+# pin. The race phase is kcp v0.32.3's (make test-race).
 KCP_MAIN_ENV = KCP_BIN_DIR=$(CURDIR)/$(KCP_MAIN_BIN) KCP_SOURCE="$(KCP_MAIN_SOURCE)"
 test-kcp-main: kcp-main
 	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
@@ -261,7 +263,7 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # `make test-kcp-main` (docs/ci.md has a recorded run). In the suite,
 # test/kcpscripts runs kcp's hack/bump-k8s.sh, with kcp-patches/ and stock,
 # on a copy of each tree given (no network, no build).
-REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$|^TestRealKCPWatchCacheOff$$/^control-with-cache$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$
+REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$|^TestRealKCPWatchCacheOff$$/^control-with-cache$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$|^TestRealKCPE2EVet$$
 # `sharded` builds bin/kcp and bin/kcp-pristine with the other servers, so
 # `kcp` (the same two links again) is not a prerequisite.
 test: phases-reset overlay $(if $(KCP_SOURCE),sharded)
@@ -282,7 +284,8 @@ phases-reset:
 # Every real-kcp test but the race phase's on KCP_SOURCE's builds: what
 # `make test` runs, and TestRealKCPPristine (one LIST, one PATCH, "" in etcd
 # after a restart), whose assertions TestRealKCPScrubAfterUpgrade's stock
-# half makes too (docs/ci.md), and kcp's e2e subset on the stock kcp.
+# half makes too (docs/ci.md), kcp's e2e subset on the stock kcp, and
+# TestRealKCPE2EVet (kcp's e2e tests vetted after kcp-patches/).
 test-real-kcp: sharded
 	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$' ./test/e2e/
 

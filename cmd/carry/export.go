@@ -141,6 +141,9 @@ func writeExportText(w io.Writer, res *export.Result) {
 			text += ", from its commit messages: fill in /kind, the issue and the release note"
 		}
 		fmt.Fprintf(w, "  %s  (%s)\n", pr.PR, text)
+		if pr.Appendix != "" {
+			fmt.Fprintf(w, "  %s  (its appendix: post it as the pull request's first comment)\n", pr.Appendix)
+		}
 	}
 	if up := res.Upstream; up != nil {
 		for _, p := range up.Patches {

@@ -39,6 +39,16 @@ const (
 	bumpStamp = "20260701120000-0123456789ab"
 	// malformed looks like a version and is no pseudo-version.
 	malformed = "v0.0.0-2026-abc"
+	// contributor is the GitHub user of the rebasing guide's first run,
+	// contributorFork the commit of their fork it moves the trees to, and
+	// contributorStamp that commit's stamp.
+	contributor      = "rebaser"
+	contributorFork  = "v0.0.0-20260615120000-fedcba987654"
+	contributorStamp = "20260615120000-fedcba987654"
+	// guide is kcp's rebasing guide, which runs the script, and guideUser
+	// its placeholder for the contributor's GitHub user.
+	guide     = "docs/content/contributing/guides/rebasing-kubernetes/index.md"
+	guideUser = "<your username here>"
 )
 
 // goModules are the go.mod files of kcp that pin the fork.
@@ -79,7 +89,9 @@ func TestBumpK8sMovesEveryForkReplace(t *testing.T) {
 				// replace whose version names no commit, in the last module,
 				// so that edits applied module by module would show in the
 				// first two.
-				out, err := bumpK8s(ctx, t, tree, malformed)
+				out, err := bumpK8s(ctx, t, tree, "")
+				expectRefused(t, tree, "", out, err, "BRANCH is not set", nil)
+				out, err = bumpK8s(ctx, t, tree, malformed)
 				expectRefused(t, tree, malformed, out, err, "BRANCH="+malformed+" is not a pseudo-version of the fork", nil)
 				last := goModules[len(goModules)-1]
 				unstamped := unstampOne(t, before[last])
@@ -107,7 +119,43 @@ func TestBumpK8sMovesEveryForkReplace(t *testing.T) {
 						t.Errorf("go mod tidy did not run in %s (it ran in %q)", dir, tidied)
 					}
 				}
-				t.Logf("%s, patched: %d fork replaces in %d go.mod files moved to %s, nothing else changed; %s and a replace without a stamp refused", src, countForkReplaces(t, before), len(goModules), bumpStamp, malformed)
+				t.Logf("%s, patched: %d fork replaces in %d go.mod files moved to %s, nothing else changed; no BRANCH, %s and a replace without a stamp refused", src, countForkReplaces(t, before), len(goModules), bumpStamp, malformed)
+			})
+
+			// kcp's rebasing guide, as the pull request changes it: its two
+			// runs of the script, the contributor's fork first and then
+			// kcp-dev's, with nothing between them, end where one run to
+			// kcp-dev's commit ends; the guide's check finds none of the
+			// contributor's replaces left.
+			t.Run("patched, the rebasing guide's two runs", func(t *testing.T) {
+				tree := scratchTree(ctx, t, src, prs)
+				before := readGoMods(t, tree)
+				steps := guideSteps(t, tree)
+				out, err := runGuideStep(ctx, t, tree, steps.first, contributorFork)
+				if err != nil {
+					t.Fatalf("the guide's first run, %s: %v\n%s", steps.first, err, tail(out))
+				}
+				if problems := checkMoved(before, readGoMods(t, tree), "github.com/"+contributor+"/kubernetes", contributorStamp); len(problems) > 0 {
+					t.Fatalf("the guide's first run, %s, did not move every fork replace to the contributor's fork:\n%s", steps.first, strings.Join(problems, "\n"))
+				}
+				out, err = runGuideStep(ctx, t, tree, steps.second, bumpTo)
+				if err != nil {
+					t.Fatalf("the guide's second run, %s, right after the first: %v\n%s", steps.second, err, tail(out))
+				}
+				after := readGoMods(t, tree)
+				if problems := checkBump(before, after); len(problems) > 0 {
+					t.Errorf("the guide's two runs do not end where one run to %s does:\n%s", bumpStamp, strings.Join(problems, "\n"))
+				}
+				check := strings.ReplaceAll(steps.check, guideUser, contributor)
+				out, _ = bashIn(ctx, t, tree, check)
+				var counts []string
+				for line := range strings.Lines(out) {
+					counts = append(counts, strings.TrimSpace(line))
+				}
+				if len(counts) != 2*len(goModules) || slices.ContainsFunc(counts, func(c string) bool { return !strings.HasSuffix(c, ":0") }) {
+					t.Errorf("the guide's check, %s, after its two runs: want 0 in each of %d files, got:\n%s", check, 2*len(goModules), out)
+				}
+				t.Logf("%s, patched: the guide's runs %q then %q moved every fork replace to github.com/%s/kubernetes at %s and back to %s at %s, and its check counts %s", src, steps.first, steps.second, contributor, contributorStamp, forkRepo, bumpStamp, strings.Join(counts, " "))
 			})
 
 			// The positive control: the script as kcp ships it moves
@@ -133,6 +181,26 @@ func TestBumpK8sMovesEveryForkReplace(t *testing.T) {
 					left = append(left, fmt.Sprintf("%s: %d of %d", m, stale, total))
 				}
 				t.Logf("positive control: kcp's stock hack/bump-k8s.sh (exit %v) fails the check as it must: fork replaces left at %s: %s; %d problems, the first:\n%s", err, pinnedRev, strings.Join(left, ", "), len(problems), strings.Join(problems[:min(4, len(problems))], "\n"))
+			})
+
+			// The positive control of the guide's two runs: kcp's guide and
+			// script as shipped leave the replaces on the contributor's fork.
+			t.Run("stock, the rebasing guide's two runs", func(t *testing.T) {
+				tree := scratchTree(ctx, t, src, nil)
+				steps := guideSteps(t, tree)
+				out, err := runGuideStep(ctx, t, tree, steps.first, contributorFork)
+				if err != nil {
+					t.Fatalf("the stock guide's first run, %s: %v\n%s", steps.first, err, tail(out))
+				}
+				out, err = runGuideStep(ctx, t, tree, steps.second, bumpTo)
+				left := 0
+				for _, m := range goModules {
+					left += strings.Count(testfs.Read(t, filepath.Join(tree, m)), "github.com/"+contributor+"/")
+				}
+				if left == 0 {
+					t.Fatalf("positive control: after the stock guide's two runs (the second: exit %v) no go.mod names the contributor's fork\n%s", err, tail(out))
+				}
+				t.Logf("positive control: after the stock guide's two runs (the second: exit %v), %d replaces still point at the contributor's fork", err, left)
 			})
 		})
 	}
@@ -166,6 +234,14 @@ func needCommands(t *testing.T, names ...string) {
 // tree/.git/tidied, and runs the real go otherwise.
 func bumpK8s(ctx context.Context, t *testing.T, tree, branch string) (string, error) {
 	t.Helper()
+	return bashIn(ctx, t, tree, "BRANCH="+branch+" bash hack/bump-k8s.sh")
+}
+
+// bashIn runs the command line cmd with bash in tree's root, as bumpK8s
+// runs the script: GITHUB_USER and GITHUB_REPO unset, the network off and
+// `go mod tidy` skipped.
+func bashIn(ctx context.Context, t *testing.T, tree, cmdline string) (string, error) {
+	t.Helper()
 	realGo, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatal(err)
@@ -184,15 +260,15 @@ exec '%s' "$@"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "hack/bump-k8s.sh")
+	cmd := exec.CommandContext(ctx, "bash", "-c", cmdline)
 	cmd.Dir = tree
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GITHUB_USER=") && !strings.HasPrefix(kv, "GITHUB_REPO=") {
+		if !strings.HasPrefix(kv, "GITHUB_USER=") && !strings.HasPrefix(kv, "GITHUB_REPO=") && !strings.HasPrefix(kv, "BRANCH=") {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "BRANCH="+branch,
+	cmd.Env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -224,12 +300,7 @@ func checkBump(before, after map[string]string) []string {
 		if n := strings.Count(after[m], pinnedRev); n > 0 {
 			problems = append(problems, fmt.Sprintf("%s: names %s %d times", m, pinnedRev, n))
 		}
-		old, err := modfile.Parse(m, []byte(before[m]), nil)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		bumped, err := modfile.Parse(m, []byte(after[m]), nil)
+		old, bumped, err := parseGoMods(m, before, after)
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
@@ -262,6 +333,18 @@ func checkBump(before, after map[string]string) []string {
 		}
 	}
 	return problems
+}
+
+// parseGoMods parses the go.mod m of kcp as it was before a run of the
+// script and after.
+func parseGoMods(m string, before, after map[string]string) (old, bumped *modfile.File, err error) {
+	if old, err = modfile.Parse(m, []byte(before[m]), nil); err != nil {
+		return nil, nil, err
+	}
+	if bumped, err = modfile.Parse(m, []byte(after[m]), nil); err != nil {
+		return nil, nil, err
+	}
+	return old, bumped, nil
 }
 
 // isFork says whether a replacement's path is the fork's repository or a
@@ -381,4 +464,76 @@ func gitRun(ctx context.Context, t *testing.T, tree string, args ...string) stri
 func tail(out string) string {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}
+
+// rebasingGuide is what kcp's rebasing guide runs of hack/bump-k8s.sh: the
+// first run, to the contributor's fork (GITHUB_USER=...), the second, to
+// kcp-dev's, and the check after it ("" when the guide gives none).
+type rebasingGuide struct {
+	first, second, check string
+}
+
+var (
+	guideRun   = regexp.MustCompile(`(?m)^\s*((?:GITHUB_USER=(?:<[^>]*>|\S+) )?BRANCH=\S+ hack/bump-k8s\.sh)\s*$`)
+	guideCheck = regexp.MustCompile(`(?m)^\s*(grep -c '?github\.com/` + regexp.QuoteMeta(guideUser) + `/.*)$`)
+	branchVar  = regexp.MustCompile(`\bBRANCH=\S+`)
+)
+
+// guideSteps reads the runs of hack/bump-k8s.sh in tree's rebasing guide:
+// two, the first with GITHUB_USER, the second without.
+func guideSteps(t *testing.T, tree string) rebasingGuide {
+	t.Helper()
+	text := testfs.Read(t, filepath.Join(tree, guide))
+	var runs []string
+	for _, m := range guideRun.FindAllStringSubmatch(text, -1) {
+		runs = append(runs, m[1])
+	}
+	if len(runs) != 2 || !strings.HasPrefix(runs[0], "GITHUB_USER=") || strings.Contains(runs[1], "GITHUB_USER=") {
+		t.Fatalf("%s: want two runs of hack/bump-k8s.sh, the first with GITHUB_USER and the second without; found %q", guide, runs)
+	}
+	g := rebasingGuide{first: runs[0], second: runs[1]}
+	if m := guideCheck.FindStringSubmatch(text); m != nil {
+		g.check = strings.TrimSpace(m[1])
+	}
+	return g
+}
+
+// runGuideStep runs one of the guide's command lines in tree, with BRANCH
+// the fork commit version (the guide's branches need the network) and the
+// guide's placeholder user the contributor.
+func runGuideStep(ctx context.Context, t *testing.T, tree, step, version string) (string, error) {
+	t.Helper()
+	line := strings.ReplaceAll(step, "GITHUB_USER="+guideUser, "GITHUB_USER="+contributor)
+	line = branchVar.ReplaceAllLiteralString(line, "BRANCH="+version)
+	return bashIn(ctx, t, tree, line)
+}
+
+// checkMoved says which fork replace of before is not, in after, at the
+// same directory of repo with the version stamp.
+func checkMoved(before, after map[string]string, repo, stamp string) []string {
+	var problems []string
+	for _, m := range goModules {
+		old, moved, err := parseGoMods(m, before, after)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		got := map[string]*modfile.Replace{}
+		for _, r := range moved.Replace {
+			got[r.Old.Path] = r
+		}
+		for _, r := range old.Replace {
+			if !isFork(r.New.Path) {
+				continue
+			}
+			want := repo + strings.TrimPrefix(r.New.Path, forkRepo)
+			switch g := got[r.Old.Path]; {
+			case g == nil:
+				problems = append(problems, fmt.Sprintf("%s: %s: no replace left", m, r.Old.Path))
+			case g.New.Path != want || !strings.HasSuffix(g.New.Version, stamp):
+				problems = append(problems, fmt.Sprintf("%s: %s => %s %s, want %s at %s", m, r.Old.Path, g.New.Path, g.New.Version, want, stamp))
+			}
+		}
+	}
+	return problems
 }

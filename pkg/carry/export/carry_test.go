@@ -178,6 +178,17 @@ func TestExportTheCarry(t *testing.T) {
 	testfs.ContainsAll(t, up.PR, testfs.Read(t, filepath.Join(out, up.PR)), "#118040", "KUBE_CACHE_MUTATION_DETECTOR", "`processEvent`", "`Replace`")
 
 	compareWithOverlay(t, root, out, res, dirs)
+
+	// Exported once the fork's pull requests are open and merged, the texts
+	// say more (the pull request, the version, what the detector brings
+	// kcp's jobs), and still pass the review.
+	merged := filepath.Join(scratch, "merged")
+	res, err = Run(context.Background(), Options{Author: submitter, Signoff: true, BaseBranch: testBranch, Root: root, OutDir: merged, NoVerify: true,
+		ForkPR: 1234, ForkVersion: "v0.0.0-20261201120000-0123456789ab", ForkVersionIncludes: []string{"detector"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviewChecklist(t, merged, res, false)
 }
 
 // projectAddress is the e-mail of the repository's own commits at root, ""

@@ -296,7 +296,7 @@ func TestExportStagingLayout(t *testing.T) {
 	}
 
 	testfs.ContainsAll(t, "PR.md", testfs.Read(t, res.PR),
-		"- `UPSTREAM: <carry>: meta: own the maps` (`staging/src/example.com/zmachinery/meta/meta.go`, `staging/src/example.com/zmachinery/meta/meta_test.go`)\n",
+		"- `UPSTREAM: <carry>: meta: own the maps` (`meta.go`, `meta_test.go`)\n",
 		"git checkout HEAD~1 && git checkout HEAD@{1} -- staging/src/example.com/aserver/handlers/new_test.go",
 		"the one commit on kcp-1.36.0 serves all three.",
 	)
@@ -638,7 +638,7 @@ func TestExportForkPRs(t *testing.T) {
 	fixText, detectorText := readOut(t, out, PRFile), readOut(t, out, pr.PR)
 	testfs.ContainsAll(t, PRFile, fixText, "FAIL example.com/aserver/handlers (before 0001-fix.patch, with its tests)", "TestOwned")
 	testfs.ContainsAll(t, pr.PR, detectorText,
-		"- `UPSTREAM: 12345: handlers: change Serve again` (`staging/src/example.com/aserver/handlers/new.go`, `staging/src/example.com/aserver/handlers/new_test.go`)\n",
+		"- `UPSTREAM: 12345: handlers: change Serve again` (`new.go`, `new_test.go`)\n",
 		"Without the change:\n\n```\nFAIL example.com/aserver/handlers (before the detector)\n",
 		"Merge this after the pull request of `UPSTREAM: <carry>: handlers: move Serve to new.go`: ",
 	)
@@ -659,7 +659,7 @@ func TestExportForkPRs(t *testing.T) {
 		t.Fatal(err)
 	}
 	testfs.ContainsAll(t, "the pin bump's PR.md", readOut(t, merged, res.KCPPRs[0].PR),
-		"At v0.0.0-20261201120000-0123456789ab the fork's watch cache also honours `KUBE_CACHE_MUTATION_DETECTOR`, so kcp's jobs that set it to 1 now also check that no read writes into the watch cache")
+		"At v0.0.0-20261201120000-0123456789ab the fork's watch cache also honours `KUBE_CACHE_MUTATION_DETECTOR`, so kcp's jobs that turn it on now also check that no read writes into the watch cache")
 	testfs.ContainsAll(t, pr.PR, readOut(t, merged, pr.PR), "Merge this after kcp-dev/kubernetes#77: ")
 	reviewChecklist(t, merged, res, false)
 

@@ -28,6 +28,9 @@ type KCPPRResult struct {
 	PR      string           `json:"pr"`
 	Generic bool             `json:"generic,omitempty"`
 	Patches []KCPPatchResult `json:"patches"`
+	// Appendix is its APPENDIX.md relative to --out, the detail its text
+	// leaves to the pull request's first comment; "" for none.
+	Appendix string `json:"appendix,omitempty"`
 	// Backports are its forms for kcp release branches its patches do not
 	// apply to, each in <Dir>/<branch>/.
 	Backports []KCPBackportResult `json:"backports,omitempty"`

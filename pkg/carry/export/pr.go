@@ -29,8 +29,16 @@ import (
 // kubernetes/kubernetes (kubernetes-kubernetes/PR.md, in Kubernetes' template,
 // from kubernetes-pr.md.tmpl).
 //
-//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl issue-4551-comment.md.tmpl kubernetes-pr.md.tmpl
+// A kcp pull request may have an appendix too (AppendixFile, from
+// kcp-appendix-<name>.md.tmpl): detail its text leaves out, which the
+// submitter posts as the pull request's first comment.
+//
+//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl kcp-appendix-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl issue-4551-comment.md.tmpl kubernetes-pr.md.tmpl
 var templates embed.FS
+
+// AppendixFile is a kcp pull request's appendix, beside its PRFile: to post
+// as the pull request's first comment, which its text points to.
+const AppendixFile = "APPENDIX.md"
 
 // IssueFile is the draft of the issue the fork's pull request leaves open:
 // custom resources' partial-metadata watch events, which differ between
@@ -98,7 +106,8 @@ type prData struct {
 type prPatch struct {
 	N       int
 	Subject string
-	// Files are the fork paths it changes, as markdown code spans.
+	// Files are the names of the files it changes, as markdown code spans
+	// (the pull request shows their paths).
 	Files string
 }
 
@@ -162,6 +171,20 @@ func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin
 		if texts[pr.PR], err = render(name, d); err != nil {
 			return nil, err
 		}
+		appendix := "kcp-appendix-" + strings.SplitN(pr.Name, "-", 2)[1] + ".md.tmpl"
+		if _, err := fs.Stat(templates, appendix); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		text, err := render(appendix, d)
+		if err != nil {
+			return nil, err
+		}
+		// An appendix with nothing to say (its figures not measured yet) is
+		// not written.
+		if len(bytes.TrimSpace(text)) > 0 {
+			pr.Appendix = pr.Dir + "/" + AppendixFile
+			texts[pr.Appendix] = text
+		}
 	}
 	return texts, nil
 }
@@ -174,7 +197,7 @@ func (d *prData) forkPR(pr *forkPR, v *verifyEvidence) {
 	for i, e := range pr.patches {
 		var files []string
 		for _, f := range e.res.Files {
-			files = append(files, markdown.CodeSpan(f))
+			files = append(files, markdown.CodeSpan(path.Base(f)))
 		}
 		d.Patches = append(d.Patches, prPatch{N: i + 1, Subject: e.res.Subject, Files: strings.Join(files, ", ")})
 		for _, f := range e.out.Files {

@@ -8,8 +8,9 @@ import (
 
 // RaceSuiteFile holds the figures of kcp's whole shared e2e suite under the
 // race target (make test-e2e-shared-minimal-race with no WHAT), which the
-// race target's pull request quotes in a paragraph of its own. Every field
-// empty (as committed until the suite was measured) writes no paragraph;
+// race target's pull request quotes: a row of its table for each tree, and
+// each package's time and failure in its appendix (AppendixFile). Every
+// field empty (as committed until the suite was measured) writes neither;
 // every figure is one measured, never one estimated.
 const RaceSuiteFile = "race-suite-run.json"
 
@@ -21,12 +22,18 @@ var raceSuiteJSON []byte
 // "9.1 GiB").
 type RaceSuiteRun struct {
 	// KCP is the tree that ran, as a reader can check it out ("kcp main at
-	// dac74f5955f1 with the four pull requests"); Machine what it ran on
+	// dac74f5955f1 with the four pull requests"), and Tree its name in the
+	// table ("kcp main `dac74f5955f1`"); Machine what it ran on, and how
 	// ("4 cores, 16 GiB").
 	KCP     string `json:"kcp"`
+	Tree    string `json:"tree"`
 	Machine string `json:"machine"`
-	// Result is what the target ended with ("passed, no race report").
-	Result string `json:"result"`
+	// Result is what the target ended with, in a sentence or two ("passed,
+	// no race report"); Failed how many tests failed ("0"), RaceReports how
+	// many race reports were written ("0").
+	Result      string `json:"result"`
+	Failed      string `json:"failed"`
+	RaceReports string `json:"raceReports"`
 	// Wall is the target's wall time; WallWithoutRace that of
 	// make test-e2e-shared-minimal on the same tree, if measured.
 	Wall            string `json:"wall"`
@@ -45,19 +52,26 @@ type RaceSuiteRun struct {
 }
 
 // RaceSuiteRelease is the whole suite under the target on a kcp release:
-// the tree ("kcp v0.32.3 with ..."), what it ended with and kcp's peak RSS.
+// the tree ("kcp v0.32.3 with ...") and its name in the table, what it ended
+// with, how many tests failed and race reports were written, its wall time
+// and kcp's peak RSS.
 type RaceSuiteRelease struct {
-	KCP     string `json:"kcp"`
-	Result  string `json:"result"`
-	PeakRSS string `json:"peakRSS"`
+	KCP         string `json:"kcp"`
+	Tree        string `json:"tree"`
+	Result      string `json:"result"`
+	Failed      string `json:"failed"`
+	RaceReports string `json:"raceReports"`
+	Wall        string `json:"wall"`
+	PeakRSS     string `json:"peakRSS"`
 }
 
 // RaceSuitePackage is one e2e package's time under the target and, if
-// measured, without -race.
+// measured, without -race, and what failed in it ("" if it passed).
 type RaceSuitePackage struct {
 	Package     string `json:"package"`
 	Race        string `json:"race"`
 	WithoutRace string `json:"withoutRace"`
+	Failure     string `json:"failure,omitempty"`
 }
 
 func loadRaceSuiteRun() (*RaceSuiteRun, error) {
@@ -71,20 +85,22 @@ func parseRaceSuiteRun(data []byte) (*RaceSuiteRun, error) {
 	if err := decodeStrict(data, &r); err != nil {
 		return nil, err
 	}
-	if r.KCP == "" && r.Machine == "" && r.Result == "" && r.Wall == "" && r.WallWithoutRace == "" &&
-		r.PeakRSS == "" && r.PeakRSSWithoutRace == "" && r.PeakRSSCommand == "" && len(r.Packages) == 0 && r.Release == nil {
+	if r.KCP == "" && r.Tree == "" && r.Machine == "" && r.Result == "" && r.Failed == "" && r.RaceReports == "" &&
+		r.Wall == "" && r.WallWithoutRace == "" && r.PeakRSS == "" && r.PeakRSSWithoutRace == "" && r.PeakRSSCommand == "" &&
+		len(r.Packages) == 0 && r.Release == nil {
 		return nil, nil
 	}
 	missing := unset([]field{
-		{"kcp", r.KCP}, {"machine", r.Machine}, {"result", r.Result}, {"wall", r.Wall},
-		{"peakRSS", r.PeakRSS}, {"peakRSSCommand", r.PeakRSSCommand},
+		{"kcp", r.KCP}, {"tree", r.Tree}, {"machine", r.Machine}, {"result", r.Result}, {"failed", r.Failed},
+		{"raceReports", r.RaceReports}, {"wall", r.Wall}, {"peakRSS", r.PeakRSS}, {"peakRSSCommand", r.PeakRSSCommand},
 	})
 	if len(r.Packages) == 0 {
 		missing = append(missing, "packages")
 	}
 	if rel := r.Release; rel != nil {
 		missing = append(missing, unset([]field{
-			{"release.kcp", rel.KCP}, {"release.result", rel.Result}, {"release.peakRSS", rel.PeakRSS},
+			{"release.kcp", rel.KCP}, {"release.tree", rel.Tree}, {"release.result", rel.Result}, {"release.failed", rel.Failed},
+			{"release.raceReports", rel.RaceReports}, {"release.wall", rel.Wall}, {"release.peakRSS", rel.PeakRSS},
 		})...)
 	}
 	withoutRace := 0

@@ -84,6 +84,16 @@ func TestKCPPatchChecks(t *testing.T) {
 		`test/e2e/x_test.go adds the string "kcp.io/original-api-version": use handlers.KCPOriginalAPIVersionAnnotation`,
 		"Makefile tests for a flag with findstring",
 	)
+
+	// A Prow job a patch adds starts by /test only.
+	prow := func(job string) string {
+		return "diff --git a/.prow.yaml b/.prow.yaml\n--- a/.prow.yaml\n+++ b/.prow.yaml\n@@ -1,3 +1,12 @@\n presubmits:\n" +
+			"   - name: pull-kcp-test-e2e\n     run_if_changed: \"(cmd|pkg)\"\n" + job + "   - name: pull-kcp-test-e2e-sharded\n"
+	}
+	complains(t, "a job that runs on every change", kcpPatchProblems(prow("+  - name: pull-kcp-x-race\n+    decorate: true\n+    optional: true\n+    run_if_changed: \"(cmd|pkg)\"\n+    spec:\n")),
+		".prow.yaml adds pull-kcp-x-race, which starts on its own")
+	complains(t, "a required job", kcpPatchProblems(prow("+  - name: pull-kcp-x-race\n+    always_run: false\n")), ".prow.yaml adds pull-kcp-x-race")
+	complains(t, "a job started by /test", kcpPatchProblems(prow("+  # a comment\n+  - name: pull-kcp-x-race\n+    decorate: true\n+    optional: true\n+    always_run: false\n+    spec:\n+      containers:\n+        - name: x\n")))
 }
 
 // pinBumpProblems complains about the pin bump's text as it was before the
@@ -217,4 +227,67 @@ func TestCommentChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	complains(t, "the comment without figures", commentProblems(string(text)))
+}
+
+// The fifth review: kcpTextLengthProblems refuses a text longer than
+// GitHub shows in maxRenderedLines lines, and a figure with no command
+// beside it; it lets figures stand in a block with a command, next to a
+// code block of commands, in a list or table next to one, and lets names
+// (versions, issues, commits, dates) be.
+func TestKCPTextLengthChecks(t *testing.T) {
+	long := strings.Repeat(strings.Repeat("word ", 30)+"\n\n", 21) // 21 paragraphs of 2 lines, and blank lines
+	for _, c := range []struct {
+		name, text string
+		wants      []string
+	}{
+		{"too long", long, []string{"shows as 62 lines at 100 characters a line, want at most 60"}},
+		{"short lines, many", strings.Repeat("line\n", 61), []string{"shows as 61 lines"}},
+		{"a code block's lines count once each", "```sh\n" + strings.Repeat("make test-e2e "+strings.Repeat("x", 200)+"\n", 50) + "```\n", nil},
+		{
+			"figures without a command",
+			"It took 123 s and 2.5 GiB on 2 cores.\n\n```sh\nmake test\n```\n\nWords between.\n\nIt failed 24 tests.\n\nThe job asks 12Gi.\n",
+			[]string{"gives 24 without", "gives 12Gi without"},
+		},
+		{"figures beside a code span", "It took 123 s with `make test-e2e`.\n", nil},
+		{
+			"a list next to a code block",
+			"The runs:\n\n- the first: 5 reports;\n- the second: 6 reports.\n\n```sh\nmake test-e2e-shared-minimal-race\n```\n\n| run | time |\n|---|---|\n| race | 123 s |\n",
+			nil,
+		},
+		{
+			"a list, then a paragraph, then the code",
+			"- the first: 5 reports;\n- the second: 6 reports.\n\nSome words.\n\n```sh\nmake test\n```\n",
+			[]string{"gives 5 without", "gives 6 without"},
+		},
+		{
+			"output is no command",
+			"It fails 3 tests:\n\n```\nFAIL example.com/pkg 0.5s\n```\n",
+			[]string{"gives 3 without"},
+		},
+		{
+			"a command nested in a list item",
+			"1. The bump, 1 of 34:\n   ```sh\n   BRANCH=v0.0.0-<date>-<commit> ./hack/bump-k8s.sh\n   ```\n1. The test.\n",
+			nil,
+		},
+		{
+			"names, not figures",
+			"kcp v0.32.3 and kcp-1.36.0 pin e006560fc76a (2026-06-02), as #4551 and kcp-dev/kcp#4551 say, on `release-0.32`.\n\n1. First.\n1. Second.\n",
+			nil,
+		},
+		{"a release note is prose", "```release-note\nFixed 3 crashes.\n```\n", []string{"gives 3 without"}},
+	} {
+		complains(t, c.name, kcpTextLengthProblems(c.text), c.wants...)
+	}
+}
+
+// forkMessageProblems refuses a fork commit's message that is long, gives a
+// git command to find the carry it fixes, or repeats its pull request's
+// text; a short message that names the carry passes.
+func TestForkMessageChecks(t *testing.T) {
+	pr := "## Summary\n\nFor a wildcard partial-metadata request, `setKCPOriginalAPIVersionAnnotation` writes into the cached object's own map, which every request reads.\n"
+	long := strings.Repeat("A line of the message.\n", 16)
+	complains(t, "long", forkMessageProblems(long, pr), "a message of 16 lines, want at most 15")
+	complains(t, "git log", forkMessageProblems("Its subject is what\ngit log --diff-filter=A --format=%s -- response_kcp.go\nprints.\n", pr), "gives a git command")
+	complains(t, "the text again", forkMessageProblems("Short.\n\nsetKCPOriginalAPIVersionAnnotation writes into the cached\nobject's own map, which every request reads.\n", pr), "repeats the pull request's text")
+	complains(t, "short and its own", forkMessageProblems("Write into a copy of the annotations. This fixes the carry that\nadded response_kcp.go: squash it in at the next rebase.\n", pr))
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 )
 
 // notForUpstream are strings no file the export writes may contain: this
@@ -83,6 +84,10 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 
 	fork := readOut(t, out, PRFile)
 	checkPRText(t, PRFile, fork, verified)
+	checkKCPText(t, PRFile, fork)
+	for _, p := range res.Patches {
+		checkForkMessage(t, out, p.File, fork)
+	}
 	if !strings.Contains(fork, "\nRefs kcp-dev/kcp#4551\n") || strings.Contains(fork, "Fixes") {
 		t.Errorf("%s: want Refs kcp-dev/kcp#4551 and no Fixes: merging into the fork fixes nothing in kcp until the pin moves", PRFile)
 	}
@@ -102,6 +107,10 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	for _, pr := range res.ForkPRs {
 		text := readOut(t, out, pr.PR)
 		checkPRText(t, pr.PR, text, verified)
+		checkKCPText(t, pr.PR, text)
+		for _, p := range pr.Patches {
+			checkForkMessage(t, out, p.File, text)
+		}
 		if !strings.Contains(text, "\nRefs kcp-dev/kcp#4551\n") || strings.Contains(text, "Fixes") {
 			t.Errorf("%s: want Refs kcp-dev/kcp#4551 and no Fixes", pr.PR)
 		}
@@ -128,9 +137,12 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	for _, p := range issueProblems(issue) {
 		t.Errorf("%s: %s", IssueFile, p)
 	}
-	for _, p := range commentProblems(readOut(t, out, CommentFile)) {
+	checkKCPText(t, IssueFile, issue)
+	comment := readOut(t, out, CommentFile)
+	for _, p := range commentProblems(comment) {
 		t.Errorf("%s: %s", CommentFile, p)
 	}
+	checkKCPText(t, CommentFile, comment)
 
 	// The pull request for kubernetes/kubernetes: Kubernetes' template, short,
 	// standing alone.
@@ -204,6 +216,43 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 		for _, p := range kcpTextProblems(text) {
 			t.Errorf("%s: %s", pr.PR, p)
 		}
+		checkKCPText(t, pr.PR, text)
+		// An appendix stands alone as the pull request's first comment,
+		// which the text points to; a text points to one only if it has one.
+		if says := strings.Contains(text, "first comment"); says != (pr.Appendix != "") {
+			t.Errorf("%s: says the first comment holds detail: %v, but has an appendix: %q", pr.PR, says, pr.Appendix)
+		}
+		if pr.Appendix != "" {
+			appendix := readOut(t, out, pr.Appendix)
+			for _, p := range slices.Concat(standAloneProblems(appendix), kcpTextProblems(appendix)) {
+				t.Errorf("%s: %s", pr.Appendix, p)
+			}
+			checkKCPText(t, pr.Appendix, appendix)
+		}
+	}
+}
+
+// checkKCPText is the fifth review on a text for kcp: short as GitHub shows
+// it, and every figure beside its command (kcpTextLengthProblems).
+func checkKCPText(t *testing.T, name, text string) {
+	t.Helper()
+	for _, p := range kcpTextLengthProblems(text) {
+		t.Errorf("%s: %s", name, p)
+	}
+}
+
+// checkForkMessage checks the message of the exported fork patch file (a
+// path relative to out) against its pull request's text prText
+// (forkMessageProblems).
+func checkForkMessage(t *testing.T, out, file, prText string) {
+	t.Helper()
+	data := readOut(t, out, file)
+	p, err := series.ParsePatch(file, []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, problem := range forkMessageProblems(p.Header.Body, prText) {
+		t.Errorf("%s: %s", file, problem)
 	}
 }
 
@@ -395,11 +444,15 @@ func literalDollar(cmd string) bool {
 // kcpPatchProblems is what a kcp patch must not add: the string
 // "kcp.io/original-api-version" in Go, where kcp has the fork's constant
 // (handlers.KCPOriginalAPIVersionAnnotation, k8s.io/apiserver/pkg/endpoints/handlers),
-// and findstring testing for a flag in a Makefile, which matches any flag
-// that contains it (-race in -racey): $(filter ...) matches words.
+// findstring testing for a flag in a Makefile, which matches any flag
+// that contains it (-race in -racey): $(filter ...) matches words; and a
+// Prow job (.prow.yaml) that starts on its own: a job ours adds is
+// optional and started by /test only (always_run: false, no
+// run_if_changed), until the maintainers see it green and decide more.
 func kcpPatchProblems(patch string) []string {
 	var problems []string
 	file := ""
+	var jobs []string // the jobs .prow.yaml gains, their added lines each
 	for _, line := range strings.Split(patch, "\n") {
 		if rest, ok := strings.CutPrefix(line, "diff --git a/"); ok {
 			if _, b, ok := strings.Cut(rest, " b/"); ok {
@@ -410,11 +463,26 @@ func kcpPatchProblems(patch string) []string {
 		if !strings.HasPrefix(line, "+") || strings.HasPrefix(line, "+++ ") {
 			continue
 		}
+		if path.Base(file) == ".prow.yaml" {
+			if strings.HasPrefix(strings.TrimSpace(line[1:]), "- name: ") && strings.HasPrefix(line[1:], "  - ") {
+				jobs = append(jobs, "")
+			}
+			if len(jobs) > 0 {
+				jobs[len(jobs)-1] += strings.TrimSpace(line[1:]) + "\n"
+			}
+		}
 		switch base := path.Base(file); {
 		case strings.HasSuffix(file, ".go") && strings.Contains(line, `"kcp.io/original-api-version"`):
 			problems = append(problems, fmt.Sprintf(`%s adds the string "kcp.io/original-api-version": use handlers.KCPOriginalAPIVersionAnnotation (k8s.io/apiserver/pkg/endpoints/handlers), as kcp does: %s`, file, strings.TrimSpace(line[1:])))
 		case (base == "Makefile" || strings.HasSuffix(base, ".mk")) && strings.Contains(line, "$(findstring "):
 			problems = append(problems, fmt.Sprintf("%s tests for a flag with findstring, which matches any word containing it: use $(filter ...): %s", file, strings.TrimSpace(line[1:])))
+		}
+	}
+	for _, job := range jobs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(job, "- name: "), "\n")
+		lines := strings.Split(job, "\n")
+		if !slices.Contains(lines, "optional: true") || !slices.Contains(lines, "always_run: false") || strings.Contains(job, "run_if_changed:") {
+			problems = append(problems, fmt.Sprintf(".prow.yaml adds %s, which starts on its own: a new job is optional: true and always_run: false, with no run_if_changed (started by /test %s)", name, name))
 		}
 	}
 	return problems
