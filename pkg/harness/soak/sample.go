@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +42,14 @@ type Sample struct {
 	// it, else the resourceVersion of a consistent LIST (kcp's
 	// resourceVersions are etcd's revisions).
 	EtcdRevision float64 `json:"etcdRevision"`
+	// EtcdDBInUseBytes (etcd_mvcc_db_total_size_in_use_in_bytes), the
+	// database's pages in use, EtcdCompactRevision
+	// (etcd_debugging_mvcc_compact_revision), the revision kcp's apiserver
+	// last compacted etcd to, and EtcdKeys (etcd_debugging_mvcc_keys_total):
+	// 0 when etcd's metrics are not reachable.
+	EtcdDBInUseBytes    float64 `json:"etcdDBInUseBytes"`
+	EtcdCompactRevision float64 `json:"etcdCompactRevision"`
+	EtcdKeys            float64 `json:"etcdKeys"`
 	// WatchCacheCapacity is apiserver_watch_cache_capacity summed over
 	// resources: the watch caches' event windows; WatchCacheEvents is
 	// apiserver_watch_cache_events_received_total, summed. Both 0 when kcp
@@ -57,14 +68,18 @@ const (
 	metricGoroutines     = "go_goroutines"
 	metricEtcdDB         = "etcd_mvcc_db_total_size_in_bytes"
 	metricEtcdRevision   = "etcd_debugging_mvcc_current_revision"
+	metricEtcdDBInUse    = "etcd_mvcc_db_total_size_in_use_in_bytes"
+	metricEtcdCompactRev = "etcd_debugging_mvcc_compact_revision"
+	metricEtcdKeys       = "etcd_debugging_mvcc_keys_total"
 	metricWatchCacheCap  = "apiserver_watch_cache_capacity"
 	metricWatchCacheEvts = "apiserver_watch_cache_events_received_total"
 	metricStorageObjects = "apiserver_storage_objects"
 )
 
-// SampleOf reads a Sample from a scrape of kcp's /metrics. It fails when the
-// process or Go runtime metrics are missing; etcd's are optional (0 when
-// absent, and Has says which were there).
+// SampleOf reads a Sample from a scrape of kcp's /metrics (with the embedded
+// etcd's etcd_* metrics appended, EtcdMetrics). It fails when the process or
+// Go runtime metrics are missing; etcd's are optional (0 when absent, and
+// Has says which were there).
 func SampleOf(m server.Metrics, at time.Duration) (Sample, error) {
 	s := Sample{At: at}
 	for name, dst := range map[string]*float64{
@@ -77,10 +92,49 @@ func SampleOf(m server.Metrics, at time.Duration) (Sample, error) {
 	}
 	s.EtcdDBBytes = m.Sum(metricEtcdDB, nil)
 	s.EtcdRevision = m.Sum(metricEtcdRevision, nil)
+	s.EtcdDBInUseBytes = m.Sum(metricEtcdDBInUse, nil)
+	s.EtcdCompactRevision = m.Sum(metricEtcdCompactRev, nil)
+	s.EtcdKeys = m.Sum(metricEtcdKeys, nil)
 	s.WatchCacheCapacity = m.Sum(metricWatchCacheCap, nil)
 	s.WatchCacheEvents = m.Sum(metricWatchCacheEvts, nil)
 	s.StorageObjects = m.Sum(metricStorageObjects, nil)
 	return s, nil
+}
+
+// EtcdMetrics are the etcd_* samples of a scrape of etcd's own metrics
+// listener (which also has the process's go_* and process_*: the same
+// process as kcp's).
+func EtcdMetrics(m server.Metrics) server.Metrics {
+	var out server.Metrics
+	for _, s := range m {
+		if strings.HasPrefix(s.Name, "etcd_") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// scrape reads a plain-HTTP /metrics.
+func scrape(ctx context.Context, url string) (server.Metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return server.ParseMetrics(string(body))
 }
 
 // Has says whether the scrape has a sample called name.
@@ -92,6 +146,9 @@ func Has(m server.Metrics, name string) bool {
 type sampler struct {
 	srv     *server.KCP
 	started time.Time
+	// etcdMetrics is the embedded etcd's metrics listener
+	// (http://127.0.0.1:PORT/metrics), "" when it has none.
+	etcdMetrics string
 	// dbFile is etcd's bbolt file under kcp's root directory, found once.
 	dbFile string
 }
@@ -102,6 +159,13 @@ func (p *sampler) sample(ctx context.Context) (Sample, error) {
 	m, err := p.srv.Metrics(ctx)
 	if err != nil {
 		return Sample{}, fmt.Errorf("sampling %s: %w", p.srv.URL(), err)
+	}
+	if p.etcdMetrics != "" {
+		e, err := scrape(ctx, p.etcdMetrics)
+		if err != nil {
+			return Sample{}, fmt.Errorf("sampling the embedded etcd: %w", err)
+		}
+		m = append(m, EtcdMetrics(e)...)
 	}
 	s, err := SampleOf(m, time.Since(p.started))
 	if err != nil {

@@ -149,6 +149,7 @@ type VariantRun struct {
 	// this variant from running.
 	Fatal string `json:"fatal,omitempty"`
 	Error string `json:"error,omitempty"`
+	etcdMetrics string
 	// SampleErrors counts samples that failed (the first is in Error when
 	// none succeeded).
 	SampleErrors int `json:"sampleErrors,omitempty"`
@@ -190,13 +191,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("soak: %s: %w", v.Name, err)
 		}
-		srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: v.Binary, RootDir: dir, Args: v.Args, Progress: logf}, o.Workspaces)
+		// The embedded etcd's own metrics listener: kcp's /metrics has no
+		// etcd_* (etcd registers them with Prometheus' default registry).
+		ports, err := server.FreePorts(1)
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("soak: %s: %w", v.Name, err)
+		}
+		etcdMetrics := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		args := append([]string{"--embedded-etcd-listen-metrics-urls=" + etcdMetrics}, v.Args...)
+		srv, clusters, err := server.StartKCPWithWorkspaces(ctx, server.KCPOptions{Binary: v.Binary, RootDir: dir, Args: args, Progress: logf}, o.Workspaces)
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, fmt.Errorf("soak: starting %s (%s %s): %w", v.Name, v.Binary, strings.Join(v.Args, " "), err)
 		}
 		servers = append(servers, srv)
-		run := &VariantRun{Variant: v, Clusters: append([]string{"root"}, clusters...)}
+		run := &VariantRun{Variant: v, Clusters: append([]string{"root"}, clusters...), etcdMetrics: etcdMetrics + "/metrics"}
 		for _, s := range hammer.ListerShapes(v.ListerShapes, o.Listers) {
 			run.Listers = append(run.Listers, s.Name())
 		}
@@ -234,7 +244,7 @@ func soakOne(ctx context.Context, o Options, srv *server.KCP, run *VariantRun, l
 	if len(o.Variants) == 1 {
 		h.Progress = o.Progress
 	}
-	p := &sampler{srv: srv, started: time.Now()}
+	p := &sampler{srv: srv, started: time.Now(), etcdMetrics: run.etcdMetrics}
 	var profiles []profileData
 	takeProfile := func(label string) {
 		at := time.Since(p.started)

@@ -2,6 +2,10 @@ package soak
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,6 +62,31 @@ func TestSampleOf(t *testing.T) {
 	m, _ = server.ParseMetrics(strings.Replace(fakeMetrics, "go_memstats_heap_objects", "go_memstats_other", -1))
 	if _, err := SampleOf(m, 0); err == nil || !strings.Contains(err.Error(), "go_memstats_heap_objects") {
 		t.Errorf("without heap objects: %v, want an error naming them", err)
+	}
+}
+
+// TestEtcdMetrics: the etcd listener's scrape adds only its etcd_* samples
+// (its go_* and process_* are kcp's process again).
+func TestEtcdMetrics(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, "# TYPE go_goroutines gauge\ngo_goroutines 7\n# TYPE etcd_debugging_mvcc_compact_revision gauge\netcd_debugging_mvcc_compact_revision 500\n")
+	}))
+	defer srv.Close()
+	e, err := scrape(context.Background(), srv.URL+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcp, _ := server.ParseMetrics(fakeMetrics)
+	s, err := SampleOf(append(kcp, EtcdMetrics(e)...), 0)
+	if err != nil || s.EtcdCompactRevision != 500 || s.Goroutines != 1234 {
+		t.Errorf("sample %+v, %v: want compacted to 500, kcp's 1234 goroutines", s, err)
+	}
+	if _, err := scrape(context.Background(), srv.URL+"/nope"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("scrape of a 404 = %v", err)
 	}
 }
 
