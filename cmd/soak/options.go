@@ -38,7 +38,7 @@ func NewOptions() *options {
 // AddFlags binds the options to fs.
 func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.kcps, "kcp", o.kcps, "a kcp to soak, NAME=BINARY or BINARY (named by its file name); repeat it to run several side by side")
-	fs.StringArrayVar(&o.kcpArgs, "kcp-arg", nil, "NAME=FLAG: one more flag of `kcp start` for the kcp NAME (e.g. stock=--watch-cache=false); repeatable")
+	fs.StringArrayVar(&o.kcpArgs, "kcp-arg", nil, "NAME=FLAG: one more flag of kcp start for the kcp NAME (e.g. stock=--watch-cache=false); repeatable")
 	fs.StringArrayVar(&o.listerShapes, "lister-shapes", nil, "[NAME=]SHAPES: the listers' request shapes, cycled, for the kcp NAME or every kcp without its own: <v1|v1beta1|kcp|json>:<rv>[:paged] (json: full-object LISTs; default: the hammer's wildcard partial-metadata mix)")
 	fs.StringVar(&o.resources, "resources", o.resources, "resources to seed, list and write: clusterroles, configmaps, apiexports")
 	fs.DurationVar(&o.run.Interval, "interval", o.run.Interval, "time between samples of each kcp's /metrics")
