@@ -50,8 +50,8 @@ type Sample struct {
 	EtcdDBInUseBytes    float64 `json:"etcdDBInUseBytes"`
 	EtcdCompactRevision float64 `json:"etcdCompactRevision"`
 	EtcdKeys            float64 `json:"etcdKeys"`
-	// WatchCacheCapacity is apiserver_watch_cache_capacity summed over
-	// resources: the watch caches' event windows; WatchCacheEvents is
+	// WatchCacheCapacity is watch_cache_capacity (apiserver_ in later
+	// Kubernetes) summed over resources: the watch caches' event windows; WatchCacheEvents is
 	// apiserver_watch_cache_events_received_total, summed. Both 0 when kcp
 	// runs without a watch cache.
 	WatchCacheCapacity float64 `json:"watchCacheCapacity"`
@@ -71,7 +71,8 @@ const (
 	metricEtcdDBInUse    = "etcd_mvcc_db_total_size_in_use_in_bytes"
 	metricEtcdCompactRev = "etcd_debugging_mvcc_compact_revision"
 	metricEtcdKeys       = "etcd_debugging_mvcc_keys_total"
-	metricWatchCacheCap  = "apiserver_watch_cache_capacity"
+	metricWatchCacheCap  = "watch_cache_capacity" // the fork's name; upstream's later is apiserver_watch_cache_capacity
+	metricWatchCacheCap2 = "apiserver_watch_cache_capacity"
 	metricWatchCacheEvts = "apiserver_watch_cache_events_received_total"
 	metricStorageObjects = "apiserver_storage_objects"
 )
@@ -95,7 +96,7 @@ func SampleOf(m server.Metrics, at time.Duration) (Sample, error) {
 	s.EtcdDBInUseBytes = m.Sum(metricEtcdDBInUse, nil)
 	s.EtcdCompactRevision = m.Sum(metricEtcdCompactRev, nil)
 	s.EtcdKeys = m.Sum(metricEtcdKeys, nil)
-	s.WatchCacheCapacity = m.Sum(metricWatchCacheCap, nil)
+	s.WatchCacheCapacity = m.Sum(metricWatchCacheCap, nil) + m.Sum(metricWatchCacheCap2, nil)
 	s.WatchCacheEvents = m.Sum(metricWatchCacheEvts, nil)
 	s.StorageObjects = m.Sum(metricStorageObjects, nil)
 	return s, nil

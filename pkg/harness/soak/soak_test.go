@@ -31,9 +31,9 @@ go_goroutines 1234
 etcd_mvcc_db_total_size_in_bytes 2.097152e+07
 # TYPE etcd_debugging_mvcc_current_revision gauge
 etcd_debugging_mvcc_current_revision 98765
-# TYPE apiserver_watch_cache_capacity gauge
-apiserver_watch_cache_capacity{group="rbac.authorization.k8s.io",resource="clusterroles"} 1024
-apiserver_watch_cache_capacity{group="",resource="configmaps"} 100
+# TYPE watch_cache_capacity gauge
+watch_cache_capacity{group="rbac.authorization.k8s.io",resource="clusterroles"} 1024
+watch_cache_capacity{group="",resource="configmaps"} 100
 # TYPE apiserver_watch_cache_events_received_total counter
 apiserver_watch_cache_events_received_total{group="rbac.authorization.k8s.io",resource="clusterroles"} 5000
 # TYPE apiserver_storage_objects gauge
