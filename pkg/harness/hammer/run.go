@@ -190,7 +190,7 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 			return
 		}
 		for _, res := range opts.Resources {
-			if err := r.listPartial(ctx, r.c, listerShape{probe}, res, "*"); err != nil {
+			if err := r.listHTTP(ctx, r.c, listerShape{probe}, res, "*"); err != nil {
 				fail("probe: %v", err)
 				break
 			}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 )
@@ -29,15 +28,7 @@ type HeapProfile struct {
 // fetchHeap takes kcp's heap profile (/debug/pprof/heap, a shard-level path,
 // as the shard admin).
 func fetchHeap(ctx context.Context, srv *server.KCP) ([]byte, error) {
-	c, err := kubernetes.NewForConfig(srv.Config())
-	if err != nil {
-		return nil, fmt.Errorf("GET /debug/pprof/heap: %w", err)
-	}
-	body, err := c.Discovery().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("GET /debug/pprof/heap: %w", err)
-	}
-	return body, nil
+	return srv.Get(ctx, "/debug/pprof/heap")
 }
 
 // DiffEntry is one function's change between two heap profiles, as

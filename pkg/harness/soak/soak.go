@@ -125,11 +125,11 @@ func (o *Options) Validate() error {
 
 // Result is a soak's outcome.
 type Result struct {
-	Load      hammer.Load     `json:"load"`
-	Resources []string        `json:"resources"`
-	Interval  time.Duration   `json:"intervalNanos"`
-	Started   time.Time       `json:"started"`
-	Variants  []*VariantRun   `json:"variants"`
+	Load      hammer.Load   `json:"load"`
+	Resources []string      `json:"resources"`
+	Interval  time.Duration `json:"intervalNanos"`
+	Started   time.Time     `json:"started"`
+	Variants  []*VariantRun `json:"variants"`
 }
 
 // VariantRun is what one kcp did in the soak.
@@ -147,8 +147,8 @@ type VariantRun struct {
 	Report *hammer.Report `json:"report,omitempty"`
 	// Fatal is the fatal line of kcp's output, if any; Error what kept
 	// this variant from running.
-	Fatal string `json:"fatal,omitempty"`
-	Error string `json:"error,omitempty"`
+	Fatal       string `json:"fatal,omitempty"`
+	Error       string `json:"error,omitempty"`
 	etcdMetrics string
 	// SampleErrors counts samples that failed (the first is in Error when
 	// none succeeded).
