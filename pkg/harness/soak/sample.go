@@ -29,6 +29,12 @@ type Sample struct {
 	// RSSBytes is process_resident_memory_bytes (read from /proc/self by
 	// kcp's process collector).
 	RSSBytes float64 `json:"rssBytes"`
+	// RSSAnonBytes and RSSFileBytes split it, from /proc/<pid>/status
+	// (RssAnon, RssFile): the Go heap and stacks are anonymous memory,
+	// etcd's database is a file kcp maps (bbolt), so its pages count as
+	// RssFile. 0 where /proc has no split.
+	RSSAnonBytes float64 `json:"rssAnonBytes"`
+	RSSFileBytes float64 `json:"rssFileBytes"`
 	// HeapInuseBytes and HeapObjects are go_memstats_heap_inuse_bytes and
 	// go_memstats_heap_objects; Goroutines go_goroutines.
 	HeapInuseBytes float64 `json:"heapInuseBytes"`
@@ -172,6 +178,9 @@ func (p *sampler) sample(ctx context.Context) (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("sampling %s: %w", p.srv.URL(), err)
 	}
+	if st, err := ProcStatus(p.srv.PID()); err == nil {
+		s.RSSAnonBytes, s.RSSFileBytes = float64(st["RssAnon"]), float64(st["RssFile"])
+	}
 	if !Has(m, metricEtcdDB) {
 		if s.EtcdDBBytes, err = p.dbSize(); err != nil {
 			return Sample{}, err
@@ -200,6 +209,30 @@ func (p *sampler) dbSize() (float64, error) {
 		return 0, fmt.Errorf("etcd's database: %w", err)
 	}
 	return float64(fi.Size()), nil
+}
+
+// ProcStatus reads the sizes of /proc/<pid>/status ("RssAnon: 123 kB"), in
+// bytes, by name.
+func ProcStatus(pid int) (map[string]int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	return parseProcStatus(string(b)), nil
+}
+
+func parseProcStatus(text string) map[string]int64 {
+	out := map[string]int64{}
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			out[strings.TrimSuffix(f[0], ":")] = n << 10
+		}
+	}
+	return out
 }
 
 // FindEtcdDB finds etcd's bbolt file, member/snap/db, under root.

@@ -273,8 +273,8 @@ func soakOne(ctx context.Context, o Options, srv *server.KCP, run *VariantRun, l
 			return
 		}
 		run.Samples = append(run.Samples, s)
-		logf("soak: %s at %s: RSS %s, heap in use %s, %0.f heap objects, %0.f goroutines, etcd db %s at revision %0.f, watch cache capacity %0.f",
-			run.Name, s.At.Round(time.Second), mib(s.RSSBytes), mib(s.HeapInuseBytes), s.HeapObjects, s.Goroutines, mib(s.EtcdDBBytes), s.EtcdRevision, s.WatchCacheCapacity)
+		logf("soak: %s at %s: RSS %s (anon %s, file %s), heap in use %s, %0.f heap objects, %0.f goroutines, etcd db %s at revision %0.f, watch cache capacity %0.f",
+			run.Name, s.At.Round(time.Second), mib(s.RSSBytes), mib(s.RSSAnonBytes), mib(s.RSSFileBytes), mib(s.HeapInuseBytes), s.HeapObjects, s.Goroutines, mib(s.EtcdDBBytes), s.EtcdRevision, s.WatchCacheCapacity)
 	}
 
 	done := make(chan struct{})

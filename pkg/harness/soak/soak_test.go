@@ -90,6 +90,16 @@ func TestEtcdMetrics(t *testing.T) {
 	}
 }
 
+func TestParseProcStatus(t *testing.T) {
+	st := parseProcStatus("Name:\tkcp\nVmRSS:\t  700000 kB\nRssAnon:\t  500000 kB\nRssFile:\t  199000 kB\nThreads:\t42\n")
+	if st["RssAnon"] != 500000<<10 || st["RssFile"] != 199000<<10 || st["VmRSS"] != 700000<<10 || len(st) != 3 {
+		t.Errorf("parsed %v", st)
+	}
+	if st, err := ProcStatus(os.Getpid()); err != nil || st["VmRSS"] == 0 {
+		t.Errorf("this process: %v, %v", st, err)
+	}
+}
+
 func TestFindEtcdDB(t *testing.T) {
 	root := t.TempDir()
 	if _, err := FindEtcdDB(root); err == nil {

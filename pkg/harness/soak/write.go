@@ -190,9 +190,10 @@ func (r *Result) WriteText(w io.Writer) error {
 // WriteSamples writes samples as a table, MiB for sizes.
 func WriteSamples(w io.Writer, samples []Sample) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  at\tRSS MiB\theap in use MiB\theap objects\tgoroutines\tetcd db MiB\tdb in use MiB\tetcd revision\tcompacted to\twatch cache capacity\t")
+	fmt.Fprintln(tw, "  at\tRSS MiB\tanon MiB\tfile MiB\theap in use MiB\theap objects\tgoroutines\tetcd db MiB\tdb in use MiB\tetcd revision\tcompacted to\twatch cache capacity\t")
 	for _, s := range samples {
-		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t\n", s.At.Round(time.Second), s.RSSBytes/(1<<20), s.HeapInuseBytes/(1<<20),
+		fmt.Fprintf(tw, "  %s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.0f\t%.0f\t\n", s.At.Round(time.Second), s.RSSBytes/(1<<20),
+			s.RSSAnonBytes/(1<<20), s.RSSFileBytes/(1<<20), s.HeapInuseBytes/(1<<20),
 			s.HeapObjects, s.Goroutines, s.EtcdDBBytes/(1<<20), s.EtcdDBInUseBytes/(1<<20), s.EtcdRevision, s.EtcdCompactRevision, s.WatchCacheCapacity)
 	}
 	_ = tw.Flush()
