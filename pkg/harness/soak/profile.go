@@ -50,7 +50,8 @@ type HeapDiff struct {
 	// InuseBytes and InuseObjects are the change of the totals.
 	InuseBytes   int64 `json:"inuseBytes"`
 	InuseObjects int64 `json:"inuseObjects"`
-	// Top are the functions whose flat inuse_space grew most, largest first.
+	// Top are the functions whose flat inuse_space changed most, grown or
+	// shrunk, in go tool pprof -top's order.
 	Top []DiffEntry `json:"top"`
 }
 
@@ -74,7 +75,7 @@ func heapTotals(data []byte) (space, objects int64, err error) {
 // DiffHeap compares two heap profiles (gzipped protobuf, as
 // /debug/pprof/heap serves them): per function, the change of flat and
 // cumulative inuse_space and of flat inuse_objects, the n whose flat
-// inuse_space grew most first (go tool pprof -top -diff_base=base end).
+// inuse_space changed most first (go tool pprof -top -diff_base=base end).
 func DiffHeap(base, end []byte, n int) (HeapDiff, error) {
 	var d HeapDiff
 	acc := map[string]*DiffEntry{}
@@ -125,8 +126,8 @@ func DiffHeap(base, end []byte, n int) (HeapDiff, error) {
 		}
 	}
 	sort.Slice(d.Top, func(i, j int) bool {
-		if d.Top[i].FlatBytes != d.Top[j].FlatBytes {
-			return d.Top[i].FlatBytes > d.Top[j].FlatBytes
+		if a, b := abs(d.Top[i].FlatBytes), abs(d.Top[j].FlatBytes); a != b {
+			return a > b
 		}
 		return d.Top[i].Function < d.Top[j].Function
 	})
@@ -152,4 +153,11 @@ func inuseIndexes(p *profile.Profile) (space, objects int, err error) {
 		return 0, 0, fmt.Errorf("not a heap profile: no inuse_space and inuse_objects among %d sample types", len(p.SampleType))
 	}
 	return space, objects, nil
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

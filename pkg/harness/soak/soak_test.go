@@ -184,9 +184,13 @@ func TestDiffHeap(t *testing.T) {
 	if e := d.Top[0]; e.Function != "cacher.grow" || e.FlatBytes != 20<<20 || e.CumBytes != 20<<20 || e.FlatObjects != 200 {
 		t.Errorf("first %+v, want cacher.grow +20 MiB, +200 objects", e)
 	}
-	// main holds everything: its flat is 0, its cum the total.
-	if e := d.Top[1]; e.Function != "newThing" || e.FlatBytes != 1<<20 {
-		t.Errorf("second %+v, want newThing +1 MiB", e)
+	// Shrunk counts as changed, as in go tool pprof -top; main holds
+	// everything: its flat is 0, its cum the total.
+	if e := d.Top[1]; e.Function != "json.Unmarshal" || e.FlatBytes != -2<<20 || e.FlatObjects != -30 {
+		t.Errorf("second %+v, want json.Unmarshal -2 MiB", e)
+	}
+	if e := d.Top[2]; e.Function != "newThing" || e.FlatBytes != 1<<20 {
+		t.Errorf("third %+v, want newThing +1 MiB", e)
 	}
 	if b, o, err := heapTotals(end); err != nil || b != 41<<20 || o != 331 {
 		t.Errorf("heapTotals = %d, %d, %v", b, o, err)
