@@ -25,6 +25,9 @@ type options struct {
 	kcps, kcpArgs, listerShapes []string
 	resources                   string
 	json                        bool // print the result as JSON
+	// redraw is an earlier soak's output directory to report again
+	// (soak.Redraw) instead of soaking.
+	redraw string
 }
 
 // NewOptions returns make soak's defaults: bin/kcp under the seed load for
@@ -46,6 +49,7 @@ func (o *options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.run.OutDir, "out", o.run.OutDir, "output directory: soak.json, <kcp>/heap-<time>.pb.gz, memory.svg, etcd.svg")
 	o.run.Load.AddFlags(fs)
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.StringVar(&o.redraw, "redraw", "", "an earlier soak's --out: diff its heap profiles, draw its charts and print its report again, without starting kcp")
 }
 
 // Complete derives the variants and the resources from their flags.
@@ -62,7 +66,12 @@ func (o *options) Complete() error {
 }
 
 // Validate checks the options before kcp is started.
-func (o *options) Validate() error { return o.run.Validate() }
+func (o *options) Validate() error {
+	if o.redraw != "" {
+		return nil
+	}
+	return o.run.Validate()
+}
 
 // Run soaks the kcps, logging progress to stderr and printing the result to
 // stdout; it returns the exit code.
@@ -71,7 +80,13 @@ func (o *options) Run(ctx context.Context, stdout, stderr io.Writer) int {
 	opts.Logf = func(format string, args ...any) {
 		fmt.Fprintf(stderr, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	res, err := soak.Run(ctx, opts)
+	var res *soak.Result
+	var err error
+	if o.redraw != "" {
+		res, err = soak.Redraw(o.redraw)
+	} else {
+		res, err = soak.Run(ctx, opts)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		if res == nil {

@@ -39,6 +39,9 @@ func TestParseArgs(t *testing.T) {
 		len(o.run.ProfileAt) != 1 || o.run.ProfileAt[0] != time.Minute || o.run.OutDir != "/tmp/x" || !o.json {
 		t.Errorf("parsed %+v", o.run)
 	}
+	if o, err := parseArgs([]string{"--redraw", "/tmp/x", "--kcp", "a="}, io.Discard); err != nil || o.redraw != "/tmp/x" {
+		t.Errorf("--redraw: %v, %+v: the other flags are not checked", err, o)
+	}
 	var help strings.Builder
 	if _, err := parseArgs([]string{"--help"}, &help); !errors.Is(err, pflag.ErrHelp) || !strings.Contains(help.String(), "--kcp-arg") {
 		t.Errorf("--help = %v:\n%s", err, help.String())

@@ -331,18 +331,51 @@ func soakOne(ctx context.Context, o Options, srv *server.KCP, run *VariantRun, l
 	if f := srv.Fatal(); f != nil {
 		run.Fatal = f.String()
 	}
-	if len(profiles) > 1 {
-		last := profiles[len(profiles)-1]
-		for _, base := range profiles[:len(profiles)-1] {
-			d, err := DiffHeap(base.data, last.data, 15)
+	var err2 error
+	if run.Diffs, err2 = diffAll(profiles); err2 != nil {
+		logf("soak: %s: %v", run.Name, err2)
+	}
+}
+
+// diffAll diffs each profile but the last against the last.
+func diffAll(profiles []profileData) ([]HeapDiff, error) {
+	var out []HeapDiff
+	if len(profiles) < 2 {
+		return nil, nil
+	}
+	last := profiles[len(profiles)-1]
+	for _, base := range profiles[:len(profiles)-1] {
+		d, err := DiffHeap(base.data, last.data, 15)
+		if err != nil {
+			return out, fmt.Errorf("heap %s → %s: %w", base.label, last.label, err)
+		}
+		d.Base, d.End = base.label, last.label
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Redraw reads a soak's output directory again: soak.json, the heap
+// profiles it names (diffed again), and draws the charts anew.
+func Redraw(dir string) (*Result, error) {
+	r, err := ReadResult(filepath.Join(dir, ResultFile))
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range r.Variants {
+		var profiles []profileData
+		for _, p := range v.Profiles {
+			data, err := os.ReadFile(filepath.Join(dir, p.File))
 			if err != nil {
-				logf("soak: %s: %v", run.Name, err)
-				continue
+				return nil, fmt.Errorf("soak: %s: %w", v.Name, err)
 			}
-			d.Base, d.End = base.label, last.label
-			run.Diffs = append(run.Diffs, d)
+			profiles = append(profiles, profileData{p.Label, data})
+		}
+		if v.Diffs, err = diffAll(profiles); err != nil {
+			return nil, fmt.Errorf("soak: %s: %w", v.Name, err)
 		}
 	}
+	return r, r.write(dir)
 }
 
 type profileData struct {

@@ -260,6 +260,25 @@ func TestWriteResult(t *testing.T) {
 			t.Errorf("%s is not an SVG naming both kcps", f)
 		}
 	}
+	// Redraw diffs the profiles the result names, and draws again.
+	base := heapProfile(t, stackSample{[]string{"a", "main"}, 1 << 20, 1})
+	end := heapProfile(t, stackSample{[]string{"a", "main"}, 3 << 20, 2})
+	for name, data := range map[string][]byte{"carried/heap-2m.pb.gz": base, "carried/heap-end.pb.gz": end} {
+		if err := writeFile(filepath.Join(dir, name), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back.Variants[0].Profiles = []HeapProfile{{Label: "2m", File: "carried/heap-2m.pb.gz"}, {Label: "end", File: "carried/heap-end.pb.gz"}}
+	if err := back.write(dir); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Redraw(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := again.Variants[0].Diffs; len(d) != 1 || d[0].Base != "2m" || d[0].InuseBytes != 2<<20 || len(again.Variants[1].Diffs) != 0 {
+		t.Errorf("redrawn diffs %+v", d)
+	}
 	var text bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)

@@ -81,7 +81,7 @@ func (r *Result) WriteCharts(dir string) error {
 			x[j] = s.At.Minutes()
 			rss[j], heap[j], db[j] = s.RSSBytes/(1<<20), s.HeapInuseBytes/(1<<20), s.EtcdDBBytes/(1<<20)
 		}
-		name := v.Name + " (" + strings.Join(uniq(v.Listers), ", ") + " listers"
+		name := v.Name + " (" + listerWords(v.Listers)
 		if len(v.Args) > 0 {
 			name += ", " + strings.Join(v.Args, " ")
 		}
@@ -94,7 +94,7 @@ func (r *Result) WriteCharts(dir string) error {
 	if len(mem) == 0 {
 		return nil
 	}
-	title := fmt.Sprintf("%s side by side under %s, sampled every %s", plural(len(r.Variants), "kcp"), r.loadWords(), r.Interval)
+	title := fmt.Sprintf("%s side by side, sampled every %s\n%s", plural(len(r.Variants), "kcp"), r.Interval, r.loadWords())
 	for _, c := range []struct {
 		file, title, y string
 		lines          []chart.Line
@@ -114,7 +114,31 @@ func (r *Result) WriteCharts(dir string) error {
 }
 
 func (r *Result) loadWords() string {
-	return fmt.Sprintf("%d listers and %d writers over %d %s per logical cluster", r.Load.Listers, r.Load.Writers, r.Load.Objects, strings.Join(r.Resources, ", "))
+	var res []string
+	for _, r := range r.Resources {
+		res = append(res, r[strings.LastIndex(r, "/")+1:]) // clusterroles of rbac.authorization.k8s.io/v1/clusterroles
+	}
+	return fmt.Sprintf("%d listers and %d writers over %d %s per logical cluster", r.Load.Listers, r.Load.Writers, r.Load.Objects, strings.Join(res, ", "))
+}
+
+// listerWords says what a kcp's listers send: "partial-metadata listers",
+// "JSON listers", or both.
+func listerWords(shapes []string) string {
+	json, partial := 0, 0
+	for _, s := range shapes {
+		if strings.HasPrefix(s, "json:") {
+			json++
+		} else {
+			partial++
+		}
+	}
+	switch {
+	case json == 0:
+		return "partial-metadata listers"
+	case partial == 0:
+		return "JSON listers"
+	}
+	return fmt.Sprintf("%d partial-metadata and %d JSON listers", partial, json)
 }
 
 func plural(n int, what string) string {
