@@ -237,13 +237,23 @@ evidence: overlay $(if $(KCP_SOURCE),sharded)
 	$(GO) build -o bin/evidence ./cmd/evidence
 	bin/evidence $(EVIDENCE_KCP_FLAGS) $(EVIDENCE_FLAGS)
 
-# A patched kcp under the duel load for SOAK_DURATION (not in CI): RSS and
-# goroutines at the start and the end, requests, errors, checks. Needs bin/kcp
-# (KCP_SOURCE=... builds it).
-SOAK_DURATION ?= 10m
+# kcps side by side under the seed load (8 wildcard partial-metadata listers,
+# 4 writers, 50 ClusterRoles per logical cluster) for SOAK_DURATION (not in
+# CI; docs/soak.md): every 30 s each kcp's RSS, Go heap, goroutines, etcd's
+# database size and revision, the watch caches' capacity; heap profiles at
+# 2 and 10 minutes and the end, diffed; soak.json and SVG charts in
+# SOAK_OUT. SOAK_KCPS are NAME=BINARY; SOAK_FLAGS adds --kcp-arg and
+# --lister-shapes per kcp, e.g. the carry against stock kcp without a watch
+# cache:
+#   make soak SOAK_KCPS='carried=bin/kcp stock=bin/kcp-pristine' SOAK_FLAGS='--kcp-arg stock=--watch-cache=false'
+# Needs bin/kcp (KCP_SOURCE=... builds it).
+SOAK_DURATION ?= 30m
+SOAK_KCPS ?= carried=bin/kcp
+SOAK_OUT ?= .build/soak
+SOAK_FLAGS ?=
 soak: overlay $(if $(KCP_SOURCE),kcp)
 	$(GO) build -o bin/soak ./cmd/soak
-	bin/soak --kcp bin/kcp --duration $(SOAK_DURATION)
+	bin/soak $(foreach k,$(SOAK_KCPS),--kcp $(k)) --duration $(SOAK_DURATION) --out $(SOAK_OUT) $(SOAK_FLAGS)
 
 # With KCP_SOURCE set, the real-kcp suite (test/e2e TestRealKCP*) runs
 # against bin/kcp and bin/kcp-pristine and fails if either is missing, and

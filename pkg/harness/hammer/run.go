@@ -133,9 +133,21 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 func observationsOf(opts *Options) *checks.Observations {
 	return &checks.Observations{
 		Probe: opts.SequentialProbe, Wildcard: opts.Scope == ScopeWildcard,
-		Listers: opts.Listers, Watchers: opts.Watchers, MixedWatchers: opts.MixedWatchers, Writers: opts.Writers,
+		Listers: partialListers(opts), Watchers: opts.Watchers, MixedWatchers: opts.MixedWatchers, Writers: opts.Writers,
 		NoAfterChecks: opts.NoAfterChecks,
 	}
+}
+
+// partialListers is how many of the listers send partial-metadata LISTs
+// (the others send full-object ones, which check (a) does not judge).
+func partialListers(opts *Options) int {
+	n := 0
+	for _, s := range ListerShapes(opts.ListerShapes, opts.Listers) {
+		if s.Accept.Partial() {
+			n++
+		}
+	}
+	return n
 }
 
 // phases runs seeding, the load or probe, the after-load reads and cleanup,
@@ -178,7 +190,7 @@ func (r *run) phases(ctx context.Context, rep *Report) (loadStart time.Time, loa
 			return
 		}
 		for _, res := range opts.Resources {
-			if err := r.listPartial(ctx, r.c, listerShape{probe}, res, "*"); err != nil {
+			if err := r.listHTTP(ctx, r.c, listerShape{probe}, res, "*"); err != nil {
 				fail("probe: %v", err)
 				break
 			}

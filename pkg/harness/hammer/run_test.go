@@ -230,6 +230,34 @@ func TestClusterScopeSkipsCheckA(t *testing.T) {
 	}
 }
 
+// TestFullObjectListers: json listers send full-object wildcard LISTs, which
+// check (a) does not judge; with no partial lister or watcher it is off, and
+// the after-load checks still run.
+func TestFullObjectListers(t *testing.T) {
+	f := newFakeServer(t, func(f *fakeServer) { f.pollute = true })
+	o := smallOptions(f)
+	o.Watchers, o.Listers = 0, 2
+	var err error
+	if o.ListerShapes, err = ParseListerShapes("json:0,json::paged"); err != nil {
+		t.Fatal(err)
+	}
+	rep := mustRun(t, o)
+	if rep.ExitCode != ExitClean {
+		t.Fatalf("exit %d (%s), want clean: the fake pollutes partial answers only", rep.ExitCode, rep.Verdict)
+	}
+	for _, name := range []string{"list json rv=0", `list json rv="" paged`} {
+		if op, ok := opByName(rep, name); !ok || op.OK == 0 {
+			t.Errorf("operation %q: %+v, want successful requests", name, op)
+		}
+	}
+	if a := rep.Result(checks.APIVersion); a.Enabled || rep.PartialItems != 0 {
+		t.Errorf("check (a) %+v with %d partial items, want off and none", a, rep.PartialItems)
+	}
+	if b := rep.Result(checks.Pollution); !b.Ran || b.Checked == 0 {
+		t.Errorf("check (b) = %+v, want it to run", b)
+	}
+}
+
 func TestWildcardFullListRefused(t *testing.T) {
 	f := newFakeServer(t, func(f *fakeServer) { f.noWildcardFull = true })
 	rep := mustRun(t, smallOptions(f))

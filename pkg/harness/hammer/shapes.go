@@ -7,15 +7,16 @@ import (
 )
 
 // listerShapeSpelling is what a lister's shape may be.
-const listerShapeSpelling = `<v1|v1beta1|kcp>:<""|0>[:paged]`
+const listerShapeSpelling = `<v1|v1beta1|kcp|json>:<""|0>[:paged]`
 
 // CheckListerShape says why s cannot be a lister's: a lister sends
-// partial-metadata LISTs without a selector, where --scope says.
+// partial-metadata LISTs, or full-object JSON LISTs (json: a control that a
+// stock kcp survives), without a selector, where --scope says.
 func CheckListerShape(s requestshape.Shape) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	if s.Verb != requestshape.List || !s.Accept.Partial() || s.Scope != requestshape.Wildcard || s.Selector != requestshape.Plain {
+	if s.Verb != requestshape.List || !(s.Accept.Partial() || s.Accept == requestshape.JSON) || s.Scope != requestshape.Wildcard || s.Selector != requestshape.Plain {
 		return fmt.Errorf("request shape %s is not a lister's: want %s (a partial-metadata LIST; --scope says where it goes)", s.Name(), listerShapeSpelling)
 	}
 	return nil
@@ -64,7 +65,10 @@ type listerShape struct{ requestshape.Shape }
 // `list kcp-client rv=0`.
 func (s listerShape) opName() string {
 	op := "list " + s.Accept.MetaVersion
-	if s.KCPMetadataClient {
+	switch {
+	case !s.Accept.Partial():
+		op = "list " + s.Accept.Name
+	case s.KCPMetadataClient:
 		op = "list kcp-client"
 	}
 	if s.ResourceVersion == "" {

@@ -128,7 +128,10 @@ func TestListerShapes(t *testing.T) {
 		"v1:0:pages":     `"pages" is not paged or a selector`,
 		"kcp":            "no <accept>:<rv>",
 		"v1:0:paged:x":   `"x" is not paged or a selector`,
-		"json:0":         "not a lister's",
+		"json:0":         "",
+		"json::paged":    "",
+		"protobuf:0":     "not a lister's",
+		"table:0":        "not a lister's",
 		"watch:v1:0":     "not a lister's",
 		"cluster:v1:0":   "--scope says where it goes",
 		"v1:0:label":     "not a lister's",
@@ -156,6 +159,9 @@ func TestListerShapes(t *testing.T) {
 		if got := (listerShape{d[i]}).opName(); got != want {
 			t.Errorf("operation of %s = %q, want %q", d[i], got, want)
 		}
+	}
+	if got := (listerShape{requestshape.MustParse("json::paged")}).opName(); got != `list json rv="" paged` {
+		t.Errorf("operation of json::paged = %q", got)
 	}
 }
 
