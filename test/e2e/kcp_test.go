@@ -214,10 +214,18 @@ func TestRealKCPPristineDiesUnderLoad(t *testing.T) {
 	bin := kcpBinary(t, "pristine")
 	s, clusters := startKCPWithWorkspaces(t, bin, t.TempDir())
 	o := kcpLoadOptions(t, s, clusters)
+	expectKCPDiesUnderLoad(t, s, o, "the pristine kcp")
+}
+
+// expectKCPDiesUnderLoad runs o (bounded by at least pristineDeathBound)
+// against the stock kcp s and fails unless it kills s with a concurrent map
+// error in setKCPOriginalAPIVersionAnnotation or encoding/json.
+func expectKCPDiesUnderLoad(t *testing.T, s *server.KCP, o hammer.Options, what string) {
+	t.Helper()
 	o.Duration = max(o.Duration, pristineDeathBound)
 	rep := runHammer(t, o)
 	if !rep.Death.Died {
-		t.Fatalf("the pristine kcp survived %s of load: the positive control lost its teeth", rep.LoadElapsed)
+		t.Fatalf("%s survived %s of load: the positive control lost its teeth", what, rep.LoadElapsed)
 	}
 	select {
 	case <-s.Done():
@@ -227,7 +235,7 @@ func TestRealKCPPristineDiesUnderLoad(t *testing.T) {
 	if f := s.Fatal(); !mapFatal(f) {
 		t.Errorf("kcp died, but not of a concurrent map failure in setKCPOriginalAPIVersionAnnotation or encoding/json:\n%s", f)
 	} else {
-		t.Logf("pristine kcp died %s into the load: %s", rep.TimeToDeath, f)
+		t.Logf("%s died %s into the load: %s", what, rep.TimeToDeath, f.Line)
 	}
 }
 

@@ -42,21 +42,7 @@ func TestRealKCPWatchCacheOff(t *testing.T) {
 		c := o
 		c.Config, c.ServerExited = s.Config(), s.Done()
 		c.NoSeed = true
-		c.Duration = max(c.Duration, pristineDeathBound)
-		rep := runHammer(t, c)
-		if !rep.Death.Died {
-			t.Fatalf("stock kcp with its watch cache survived %s of the same load: the control lost its teeth", rep.LoadElapsed)
-		}
-		select {
-		case <-s.Done():
-		case <-time.After(deathGrace):
-			t.Fatal("the hammer reported kcp dead but its process is still running")
-		}
-		if f := s.Fatal(); !mapFatal(f) {
-			t.Errorf("kcp died, but not of a concurrent map failure in setKCPOriginalAPIVersionAnnotation or encoding/json:\n%s", f)
-		} else {
-			t.Logf("the same kcp with its watch cache died %s into the load: %s", rep.TimeToDeath, f.Line)
-		}
+		expectKCPDiesUnderLoad(t, s, c, "the same kcp with its watch cache")
 	})
 }
 
