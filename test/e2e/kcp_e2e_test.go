@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,12 @@ const emptyAnnotation = `kcp.io/original-api-version=""`
 //     for the bug (a read that carries ""); either kcp must be alive and
 //     ready afterwards, as kcp's shared test server must be for the tests
 //     beside it.
+//   - watch-caches: kcp-patches/5's test (kcpe2e.WatchCachesApart), which
+//     pins that a custom resource's wildcard and single-cluster
+//     partial-metadata watches get their own answers: it passes on both.
+//   - identity: kcp-patches/6's test (kcpe2e.IdentityIsolation): on a tree
+//     without that pull request's fix it must fail, for objects of another
+//     identity (docs/identity.md), on either kcp; with it, pass.
 func TestRealKCPOwnE2E(t *testing.T) {
 	src := kcpSource(t, "kcp's own e2e tests are compiled from a kcp source tree: set "+EnvKCPSource)
 	bins := prepareKCPE2E(t, src)
@@ -112,13 +119,38 @@ func TestRealKCPOwnE2E(t *testing.T) {
 				}
 				t.Logf("positive control: %s fails on the stock kcp as it must, %d reads carry %s; the first:\n%s", strings.Join(p.Tests, ", "), len(found), emptyAnnotation, strings.Join(found[:min(8, len(found))], "\n"))
 			})
+			// kcp-patches/5's test pins what kcp does today: it passes on
+			// both kcps.
+			t.Run("watch-caches", func(t *testing.T) {
+				p := kcpe2e.WatchCachesApart
+				res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, "watch-caches", regressionTimeout)
+				t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
+				expectAllPassed(t, p, res)
+			})
+			// kcp-patches/6's test fails on a kcp without its fix, for
+			// the leak, and passes on one with it.
+			t.Run("identity", func(t *testing.T) {
+				p := kcpe2e.IdentityIsolation
+				fixed := identityFixCarried(t)
+				res := runKCPTests(t, s, tree, p, bins.get(t, p), logDir, "identity", regressionTimeout)
+				t.Logf("%s kcp (%s): %s", variant, bin, res.Summary())
+				if fixed {
+					expectAllPassed(t, p, res)
+					return
+				}
+				if res.Failed != len(p.Tests) || !strings.Contains(describeFailures(res), "of another identity") {
+					t.Errorf("%s on a kcp without the fix of kcp-patches/*-%s: want it to fail for objects of another identity, got %s", strings.Join(p.Tests, ", "), identityFixPR, describeFailures(res))
+					return
+				}
+				t.Logf("%s fails without the fix, as it must:\n%s", strings.Join(p.Tests, ", "), describeFailures(res))
+			})
 		})
 	}
 }
 
 // prepareKCPE2E copies the kcp tree src with kcp-patches/' first pull request
-// (the pin bump's: kcp's bump script fixed, and the regression test) applied (git am)
-// into a fixed directory per tree, ROOT/.build/kcp-e2e/<tree>/src, so that a
+// (the pin bump's: kcp's bump script fixed, and the regression test) applied (git am),
+// and the e2e test files of e2eTestPRs, into a fixed directory per tree, ROOT/.build/kcp-e2e/<tree>/src, so that a
 // second run finds the test binaries' packages in Go's build cache, and
 // returns the compiler of its test binaries. They are compiled when a
 // subtest first needs them (or just before), so a run that picks some
@@ -141,8 +173,25 @@ func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 		t.Fatal(err)
 	}
 	t.Logf("%s: applied %s with git am to a copy, %s, in %s", src, strings.Join(kcppatches.Names(patches), ", "), tree, time.Since(began).Round(time.Millisecond))
+	// The e2e tests of later pull requests that run here, only their files
+	// under test/e2e/: kcp's own code stays the tree's, the code under test.
+	for _, pr := range prs[1:] {
+		if !slices.ContainsFunc(e2eTestPRs, func(name string) bool { return strings.HasSuffix(pr.Name, "-"+name) }) {
+			continue
+		}
+		n, err := pr.Series.Apply(tree, func(path string) bool { return strings.HasPrefix(path, "test/e2e/") })
+		if err != nil || n == 0 {
+			t.Fatalf("applying the e2e test files of kcp-patches/%s to %s: %d files, %v", pr.Name, tree, n, err)
+		}
+		t.Logf("applied the e2e test files of kcp-patches/%s (%d) to %s", pr.Name, n, tree)
+	}
 	return &kcpTestBinaries{tree: tree, dir: work}
 }
+
+// e2eTestPRs are the kcp-patches/<n>-<name> whose e2e tests
+// TestRealKCPOwnE2E runs (kcpe2e.WatchCachesApart, IdentityIsolation), by
+// name.
+var e2eTestPRs = []string{"partial-metadata-watch-caches", identityFixPR}
 
 // kcpTestBinaries compiles packages' tests (kcpe2e.Compile, its output in
 // dir/go-test-c-<names>.log: the go command's download lines would flood the

@@ -71,6 +71,19 @@ var Subset = []Package{
 // carried one, leaving either kcp ready.
 var Regression = Package{Dir: "test/e2e/conformance", Tests: []string{"TestBuiltInCrossLogicalClusterListPartialObjectMetadata"}}
 
+// WatchCachesApart is the test kcp-patches/5-partial-metadata-watch-caches
+// adds: a bound custom resource's single-cluster and wildcard (with and
+// without the export's identity) partial-metadata watches each get their
+// own answer to one event, which a shared watch cache could not give. It
+// pins what kcp does today and must pass on carried and stock kcp alike.
+var WatchCachesApart = Package{Dir: "test/e2e/conformance", Tests: []string{"TestPartialMetadataWatchWildcardAndSingleClusterApart"}}
+
+// IdentityIsolation is the test kcp-patches/6-identity-partial-metadata
+// adds: wildcard partial-metadata LISTs and a WATCH through each of two
+// identities of one resource return that identity's objects only. It fails
+// on a kcp without that pull request's fix, carried or stock.
+var IdentityIsolation = Package{Dir: "test/e2e/conformance", Tests: []string{"TestCrossLogicalClusterPartialObjectMetadataThroughIdentity"}}
+
 // Compile builds the test binaries of pkgs with one `go test -c`, in tree
 // with the tree's own go.mod (GOWORK=off), into outDir/<name>.test, and
 // returns their paths by package directory. log receives the go command's
