@@ -124,7 +124,6 @@ func writeExportText(w io.Writer, res *export.Result) {
 		fmt.Fprintf(w, "  %s  (%s, from %s)\n", p.File, p.Module, p.Source)
 	}
 	fmt.Fprintf(w, "  %s  (the fork's pull request, titled %q)\n", export.PRFile, res.Title)
-	fmt.Fprintf(w, "  %s  (the issue it leaves open, to file)\n", export.IssueFile)
 	fmt.Fprintf(w, "  %s  (a comment for kcp-dev/kcp#4551: the mitigation until the fix, to post)\n", export.CommentFile)
 	for _, pr := range res.ForkPRs {
 		for _, p := range pr.Patches {

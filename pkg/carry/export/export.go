@@ -112,12 +112,10 @@ type Result struct {
 	// kubernetes/kubernetes, in --out/kubernetes-kubernetes/.
 	Upstream *UpstreamPRResult `json:"upstream,omitempty"`
 	// PR is the path of PR.md (the fork's pull request), Title the title it
-	// takes (the fix's subject), Issue the path of the draft of the issue
-	// it leaves open (IssueFile), and Comment that of the comment for
+	// takes (the fix's subject), and Comment the path of the comment for
 	// kcp-dev/kcp#4551 with the mitigation (CommentFile).
 	PR      string `json:"pr"`
 	Title   string `json:"title"`
-	Issue   string `json:"issue"`
 	Comment string `json:"comment"`
 	// ForkPR is the fork's pull request the kcp texts link, 0 for none.
 	ForkPR int `json:"forkPR,omitempty"`
@@ -382,9 +380,9 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := install(tmp, o.OutDir, o.Force); err != nil {
 		return nil, err
 	}
-	res.PR, res.Issue, res.Comment = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, IssueFile), filepath.Join(o.OutDir, CommentFile)
+	res.PR, res.Comment = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, CommentFile)
 	res.Title = forkPRs[0].title()
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, IssueFile, CommentFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res.Upstream), o.OutDir)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, CommentFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res.Upstream), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)

@@ -22,10 +22,8 @@ import (
 // from fork-pr-<name>.md.tmpl), and one per kcp pull request
 // (kcp-dev-kcp/<n>-<name>/PR.md), from kcp-pr-<name>.md.tmpl, or, for a pull
 // request without one yet, from its commit messages (generic-kcp-pr.md.tmpl);
-// and the issue the fork's text leaves to itself (IssueFile, from
-// issue-watch-event-cross-talk.md.tmpl); the comment for kcp-dev/kcp#4551
-// that gives operators the mitigation (CommentFile, from
-// issue-4551-comment.md.tmpl); and the pull request for
+// the comment for kcp-dev/kcp#4551 that gives operators the mitigation
+// (CommentFile, from issue-4551-comment.md.tmpl); and the pull request for
 // kubernetes/kubernetes (kubernetes-kubernetes/PR.md, in Kubernetes' template,
 // from kubernetes-pr.md.tmpl).
 //
@@ -33,17 +31,12 @@ import (
 // kcp-appendix-<name>.md.tmpl): detail its text leaves out, which the
 // submitter posts as the pull request's first comment.
 //
-//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl kcp-appendix-*.md.tmpl generic-kcp-pr.md.tmpl issue-watch-event-cross-talk.md.tmpl issue-4551-comment.md.tmpl kubernetes-pr.md.tmpl
+//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl kcp-appendix-*.md.tmpl generic-kcp-pr.md.tmpl issue-4551-comment.md.tmpl kubernetes-pr.md.tmpl
 var templates embed.FS
 
 // AppendixFile is a kcp pull request's appendix, beside its PRFile: to post
 // as the pull request's first comment, which its text points to.
 const AppendixFile = "APPENDIX.md"
-
-// IssueFile is the draft of the issue the fork's pull request leaves open:
-// custom resources' partial-metadata watch events, which differ between
-// wildcard and single-cluster requests under one cached encoding.
-const IssueFile = "ISSUE-watch-event-cross-talk.md"
 
 // CommentFile is the comment for kcp-dev/kcp#4551 until the fix reaches
 // kcp: the mitigation, stock kcp with --watch-cache=false, how to check it
@@ -148,9 +141,6 @@ func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin
 		if texts[pr.dir+"/"+PRFile], err = render("fork-pr-"+pr.name+".md.tmpl", later); err != nil {
 			return nil, fmt.Errorf("the fork's pull request %s (%s): %w", pr.name, ForkPRsFile, err)
 		}
-	}
-	if texts[IssueFile], err = render("issue-watch-event-cross-talk.md.tmpl", d); err != nil {
-		return nil, err
 	}
 	if texts[CommentFile], err = render("issue-4551-comment.md.tmpl", d); err != nil {
 		return nil, err

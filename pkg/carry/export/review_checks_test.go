@@ -133,11 +133,6 @@ func TestKubernetesTextChecks(t *testing.T) {
 	complains(t, "too long", kubernetesTextProblems(strings.Replace(good, "- Off by default.\n", strings.Repeat("- Off by default.\n", 40), 1)), "lines, want at most 50")
 }
 
-func TestIssueChecks(t *testing.T) {
-	complains(t, "issue", issueProblems("<!-- draft -->\n# Cross-talk\n\nSee [the audit](docs/read-path-audit.md).\n"),
-		"kcp's bug report sections", "HTML comment", `links "docs/read-path-audit.md"`)
-}
-
 // The fork's k8s.io/apiserver at the carry's pin defines the constant the
 // patch check points kcp's patches to.
 func TestForkHasTheAnnotationConstant(t *testing.T) {
