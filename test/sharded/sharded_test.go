@@ -227,18 +227,24 @@ func TestShardedKCPPatched(t *testing.T) {
 	runCarried(t, topo, began)
 }
 
-// runCarried is TestShardedKCPPatched's load and verdict on a started
-// carried topology (also its race builds', TestShardedKCPRaceCarried).
-func runCarried(t *testing.T, topo *server.Topology, began time.Time) {
+// runAllShards places the workspaces and runs the seed load on every shard
+// at once, with the cache server's load and the front-proxy probes.
+func runAllShards(t *testing.T, topo *server.Topology) (server.Placement, *shardedload.Outcome) {
 	t.Helper()
 	expectLoopbackOnly(t, topo)
 	ws := placeWorkspaces(t, topo)
-
 	plan := shardedload.Plan{Shards: map[int]hammer.Options{}, Probe: ws.Workspaces(), Cache: cacheLoad(t, ws.All())}
 	for i, clusters := range ws {
 		plan.Shards[i] = shardLoad(t, clusters)
 	}
-	out := runPlan(t, topo, plan)
+	return ws, runPlan(t, topo, plan)
+}
+
+// runCarried is TestShardedKCPPatched's load and verdict on a started
+// carried topology (also its race builds', TestShardedKCPRaceCarried).
+func runCarried(t *testing.T, topo *server.Topology, began time.Time) {
+	t.Helper()
+	ws, out := runAllShards(t, topo)
 
 	for i, rep := range out.Shards {
 		what := "shard " + server.ShardName(i)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kcp-carry/kcp-carry/pkg/harness/checks"
-	"github.com/kcp-carry/kcp-carry/pkg/harness/hammer"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/shardedload"
@@ -24,14 +23,7 @@ func TestShardedWatchCacheOff(t *testing.T) {
 	bins := binaries(t, "pristine")
 	began := time.Now()
 	topo := servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: serverEnv, ShardArgs: []string{"--watch-cache=false"}})
-	expectLoopbackOnly(t, topo)
-	ws := placeWorkspaces(t, topo)
-
-	plan := shardedload.Plan{Shards: map[int]hammer.Options{}, Probe: ws.Workspaces(), Cache: cacheLoad(t, ws.All())}
-	for i, clusters := range ws {
-		plan.Shards[i] = shardLoad(t, clusters)
-	}
-	out := runPlan(t, topo, plan)
+	ws, out := runAllShards(t, topo)
 	for i, rep := range out.Shards {
 		what := "shard " + server.ShardName(i) + " with --watch-cache=false"
 		if rep.Death.Died {
