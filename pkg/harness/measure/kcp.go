@@ -249,35 +249,18 @@ func measureRatio(ctx context.Context, pristine, patched *kcpSlot, k KCPOptions,
 	ro := k.Ratio
 	perCluster := (ro.Objects + ro.Workspaces - 1) / ro.Workspaces
 	out := &report.KCPRatio{Objects: perCluster * ro.Workspaces, Workspaces: ro.Workspaces, Annotations: annotations, Lister: ro.Lister.Name(), Bound: ro.Duration}
-	seed := hammer.DefaultOptions()
-	seed.Resources = []hammer.Resource{hammer.ClusterRoles}
-	seed.Objects = perCluster
-	seed.Annotations = annotations
-	// A hammer run needs a worker: one write, the same on both kcps (a
-	// probe would pollute the pristine kcp's cache before it is measured).
-	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 1
-	seed.MaxRequests = 1
-	seed.Duration = time.Second
-	seed.NoAfterChecks = true
-	seed.SyncTimeout = 5 * time.Minute
-	seed.Logf = k.HammerLogf
+	seed := clusterRoleSeed{perCluster: perCluster, annotations: annotations, syncTimeout: 5 * time.Minute, logf: k.HammerLogf}
 	for _, s := range []*kcpSlot{pristine, patched} {
 		clusters, err := s.fresh(ctx, ro.Workspaces)
 		if err != nil {
 			return nil, err
 		}
-		seed.Clusters = clusters
-		seed.Config = s.srv.Config()
-		seed.ServerExited = s.srv.Done()
-		rep, err := hammer.Run(ctx, seed)
+		seeded, err := seed.into(ctx, s, clusters)
 		if err != nil {
-			return nil, fmt.Errorf("seeding the %s kcp: %w", s.variant, err)
-		}
-		if rep.Error != "" || rep.Death.Died {
-			return nil, fmt.Errorf("seeding the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
+			return nil, err
 		}
 		if k.Logf != nil {
-			k.Logf("evidence: seeded %d ClusterRoles (%d annotations each) in %d logical clusters of the %s kcp", rep.Seed.Objects, annotations, len(clusters), s.variant)
+			k.Logf("evidence: seeded %d ClusterRoles (%d annotations each) in %d logical clusters of the %s kcp", seeded, annotations, len(clusters), s.variant)
 		}
 	}
 	for i := 0; i < ro.Rounds; i++ {
@@ -368,4 +351,42 @@ func listRate(ctx context.Context, s *kcpSlot, ro RatioOptions, shape requestsha
 		lists++
 	}
 	return report.Rated{Lists: lists, Failed: failed, Elapsed: time.Since(start)}, nil
+}
+
+// clusterRoleSeed is the same ClusterRoles seeded into each kcp a
+// measurement compares: perCluster of them, each with annotations extra
+// annotations, in every logical cluster.
+type clusterRoleSeed struct {
+	perCluster, annotations int
+	// syncTimeout bounds the wait for the seeded objects to be listed.
+	syncTimeout time.Duration
+	// logf receives the hammer's phase messages; nil discards.
+	logf func(format string, args ...any)
+}
+
+// into seeds s's kcp with the hammer and returns how many objects it used.
+// A hammer run needs a worker: one write, the same on every kcp, and no
+// probe, which would pollute a stock kcp's cache before it is measured.
+func (c clusterRoleSeed) into(ctx context.Context, s *kcpSlot, clusters []string) (int, error) {
+	seed := hammer.DefaultOptions()
+	seed.Resources = []hammer.Resource{hammer.ClusterRoles}
+	seed.Objects = c.perCluster
+	seed.Annotations = c.annotations
+	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 1
+	seed.MaxRequests = 1
+	seed.Duration = time.Second
+	seed.NoAfterChecks = true
+	seed.SyncTimeout = c.syncTimeout
+	seed.Logf = c.logf
+	seed.Clusters = clusters
+	seed.Config = s.srv.Config()
+	seed.ServerExited = s.srv.Done()
+	rep, err := hammer.Run(ctx, seed)
+	if err != nil {
+		return 0, fmt.Errorf("seeding the %s kcp: %w", s.variant, err)
+	}
+	if rep.Error != "" || rep.Death.Died {
+		return 0, fmt.Errorf("seeding the %s kcp: %s %s", s.variant, rep.Verdict, rep.Error)
+	}
+	return rep.Seed.Objects, nil
 }

@@ -187,7 +187,7 @@ func measureWatchCacheOff(ctx context.Context, o WatchCacheOffOptions, n int, kc
 		if err != nil {
 			return nil, err
 		}
-		if err := seedClusterRoles(ctx, k, clusters, perCluster); err != nil {
+		if _, err := (clusterRoleSeed{perCluster: perCluster, annotations: hammer.DefaultOptions().Annotations, syncTimeout: 10 * time.Minute}).into(ctx, k, clusters); err != nil {
 			return nil, err
 		}
 		cfg := k.srv.Config()
@@ -234,31 +234,6 @@ func measureWatchCacheOff(ctx context.Context, o WatchCacheOffOptions, n int, kc
 		}
 	}
 	return res, nil
-}
-
-// seedClusterRoles creates perCluster ClusterRoles in every logical cluster
-// of k's kcp with the hammer's seeding (one write afterwards, no reads that
-// could touch a cache before it is measured).
-func seedClusterRoles(ctx context.Context, k *kcpSlot, clusters []string, perCluster int) error {
-	seed := hammer.DefaultOptions()
-	seed.Resources = []hammer.Resource{hammer.ClusterRoles}
-	seed.Objects = perCluster
-	seed.Listers, seed.Watchers, seed.Writers = 0, 0, 1
-	seed.MaxRequests = 1
-	seed.Duration = time.Second
-	seed.NoAfterChecks = true
-	seed.SyncTimeout = 10 * time.Minute
-	seed.Clusters = clusters
-	seed.Config = k.srv.Config()
-	seed.ServerExited = k.srv.Done()
-	rep, err := hammer.Run(ctx, seed)
-	if err != nil {
-		return fmt.Errorf("seeding the %s kcp: %w", k.variant, err)
-	}
-	if rep.Error != "" || rep.Death.Died {
-		return fmt.Errorf("seeding the %s kcp: %s %s", k.variant, rep.Verdict, rep.Error)
-	}
-	return nil
 }
 
 // measureKind sends requests of one kind, one after the other, for window,
