@@ -20,6 +20,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/harness/measure"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
+	"github.com/kcp-carry/kcp-carry/pkg/util/atomicfile"
 )
 
 // EnvWatchCacheOffSoak bounds the proof's seed load (default 10m).
@@ -239,7 +240,7 @@ func writeRecord(t *testing.T, dir, name string, v any) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("record: %s", path)
@@ -293,7 +294,7 @@ func TestRealKCPWatchCacheOffCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeRecord(t, records, "cost.json", map[string]any{"options": o, "costs": costs})
-	if err := os.WriteFile(filepath.Join(records, "cost.md"), []byte(table), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(records, "cost.md"), []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
