@@ -38,10 +38,10 @@ func TestExportTheCarry(t *testing.T) {
 	if res.Repo != "github.com/kcp-dev/kubernetes" {
 		t.Errorf("repo = %s", res.Repo)
 	}
-	// The carry is on k8s.io/apiserver; the order of several modules is
-	// covered by the synthetic export tests.
-	if len(res.Modules) != 1 || res.Modules[0].Module != "k8s.io/apiserver" {
-		t.Errorf("modules = %+v; want the carry on k8s.io/apiserver", res.Modules)
+	// The carry is on k8s.io/client-go (the detector's) and k8s.io/apiserver,
+	// in dependency order.
+	if len(res.Modules) != 2 || res.Modules[0].Module != "k8s.io/client-go" || res.Modules[1].Module != "k8s.io/apiserver" {
+		t.Errorf("modules = %+v; want the carry on k8s.io/client-go, then k8s.io/apiserver", res.Modules)
 	}
 	dirs := map[string]string{}
 	for _, m := range res.Modules {
@@ -142,40 +142,50 @@ func TestExportTheCarry(t *testing.T) {
 	}
 
 	// The detector is the fork's pull request of its own, after the fix's:
-	// one patch, in the watch cache and its tests.
-	if len(res.ForkPRs) != 1 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 1 {
-		t.Fatalf("later fork pull requests = %+v, want the detector's, one patch", res.ForkPRs)
+	// client-go's cheaper detector, the cacher tests' compile fix and the
+	// watch cache's detector.
+	if len(res.ForkPRs) != 1 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 3 {
+		t.Fatalf("later fork pull requests = %+v, want the detector's, three patches", res.ForkPRs)
 	}
 	detector := res.ForkPRs[0]
-	for _, f := range detector.Patches[0].Files {
-		if !strings.HasPrefix(f, "staging/src/k8s.io/apiserver/pkg/storage/cacher/") {
-			t.Errorf("the detector's patch changes %s, outside the cacher", f)
-		}
-	}
-	testfs.ContainsAll(t, detector.PR, testfs.Read(t, filepath.Join(out, detector.PR)),
-		"KUBE_CACHE_MUTATION_DETECTOR=1",
-		"`pull-kcp-test-integration`",
-		"Merge this after the pull request of `"+res.Title+"`",
-		"cd staging/src/k8s.io/apiserver && go test -race -run TestWatchCacheMutationDetector ./pkg/storage/cacher/",
-	)
-
-	// The pull request for kubernetes/kubernetes: its own patch, cut on
-	// upstream's k8s.io/apiserver at its staging path, which it applied to.
-	up := res.Upstream
-	if up.Dir != UpstreamDir || up.PR != UpstreamDir+"/"+PRFile || len(up.Base) != 1 || !strings.HasPrefix(up.Base[0], "k8s.io/apiserver@v") || len(up.Patches) != 1 {
-		t.Errorf("the pull request for kubernetes/kubernetes = %+v", up)
-	}
-	for _, p := range up.Patches {
-		if !strings.HasPrefix(p.File, UpstreamDir+"/0001-") || !slices.Equal(p.AppliesTo, up.Base) {
-			t.Errorf("%s applies to %q, want it in %s/ and applied to %q", p.File, p.AppliesTo, UpstreamDir, up.Base)
-		}
-		for _, f := range p.Files {
-			if !strings.HasPrefix(f, "staging/src/k8s.io/apiserver/pkg/storage/cacher/") {
-				t.Errorf("%s changes %s, outside upstream's cacher", p.File, f)
+	for i, prefix := range []string{"staging/src/k8s.io/client-go/tools/cache/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/"} {
+		for _, f := range detector.Patches[i].Files {
+			if !strings.HasPrefix(f, prefix) {
+				t.Errorf("the detector's patch %d changes %s, outside %s", i+1, f, prefix)
 			}
 		}
 	}
-	testfs.ContainsAll(t, up.PR, testfs.Read(t, filepath.Join(out, up.PR)), "#118040", "KUBE_CACHE_MUTATION_DETECTOR", "`processEvent`", "`Replace`")
+	testfs.ContainsAll(t, detector.PR, testfs.Read(t, filepath.Join(out, detector.PR)),
+		"KUBE_WATCHCACHE_MUTATION_DETECTOR=true",
+		"`KUBE_CACHE_MUTATION_DETECTOR` alone leaves the watch cache unchecked",
+		"Merge this after the pull request of `"+res.Title+"`",
+		"go test -run 'TestWatchCacheMutationDetector' ./staging/src/k8s.io/apiserver/pkg/storage/cacher/",
+	)
+
+	// The pull requests for kubernetes/kubernetes: client-go's, then the
+	// cacher's, each its own patch cut on upstream's module at its staging
+	// path; the series applied to both.
+	up := res.Upstream
+	if len(res.UpstreamBefore) != 1 || res.UpstreamBefore[0].Module != "k8s.io/client-go" || res.UpstreamBefore[0].Dir != UpstreamDir+"-client-go" {
+		t.Errorf("the Kubernetes pull requests before the cacher's = %+v, want client-go's", res.UpstreamBefore)
+	}
+	if up.Dir != UpstreamDir || up.PR != UpstreamDir+"/"+PRFile || up.Module != "k8s.io/apiserver" || len(up.Base) != 2 || len(up.Patches) != 1 {
+		t.Errorf("the pull request for kubernetes/kubernetes = %+v", up)
+	}
+	for _, pr := range append([]UpstreamPRResult{*up}, res.UpstreamBefore...) {
+		for _, p := range pr.Patches {
+			if !strings.HasPrefix(p.File, pr.Dir+"/") || !slices.Equal(p.AppliesTo, pr.Base) {
+				t.Errorf("%s applies to %q, want it in %s/ and applied to %q", p.File, p.AppliesTo, pr.Dir, pr.Base)
+			}
+			for _, f := range p.Files {
+				if !strings.HasPrefix(f, "staging/src/"+pr.Module+"/") {
+					t.Errorf("%s changes %s, outside %s", p.File, f, pr.Module)
+				}
+			}
+		}
+	}
+	testfs.ContainsAll(t, up.PR, testfs.Read(t, filepath.Join(out, up.PR)), "#118040", "KUBE_WATCHCACHE_MUTATION_DETECTOR", "`processEvent`", "`Replace`", "client-go/tools/cache: mutation detector compares on a backoff")
+	testfs.ContainsAll(t, res.UpstreamBefore[0].PR, testfs.Read(t, filepath.Join(out, res.UpstreamBefore[0].PR)), "BenchmarkMutationDetectorLifetime", "NewEnabledCacheMutationDetector", "```release-note\nclient-go:")
 
 	compareWithOverlay(t, root, out, res, dirs)
 

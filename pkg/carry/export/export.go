@@ -17,7 +17,7 @@
 // written series to the pristine tree gives exactly the trees `carry overlay`
 // builds.
 //
-// Order: modules in DependencyOrder of their pristine go.mod files
+// Order: modules in carryset.DependencyOrder of their pristine go.mod files
 // (k8s.io/apimachinery before k8s.io/apiserver), each module's patches in
 // series order; the fork's pull requests split that order.
 package export
@@ -111,6 +111,9 @@ type Result struct {
 	// Upstream is upstream-patches/kubernetes, the pull request for
 	// kubernetes/kubernetes, in --out/kubernetes-kubernetes/.
 	Upstream *UpstreamPRResult `json:"upstream,omitempty"`
+	// UpstreamBefore are the Kubernetes pull requests Upstream needs, one
+	// per staging module, merged before it (client-go's).
+	UpstreamBefore []UpstreamPRResult `json:"upstreamBefore,omitempty"`
 	// PR is the path of PR.md (the fork's pull request), Title the title it
 	// takes (the fix's subject), and Comment the path of the comment for
 	// kcp-dev/kcp#4551 with the mitigation (CommentFile).
@@ -263,27 +266,39 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := g.initBase(ctx); err != nil {
 		return nil, err
 	}
-	var all []*exported
+	// The fork's pull requests, in merge order, each its patches in module
+	// order; the commits are made in that order, so that each pull request
+	// is a range of them.
+	var planned []*exported
 	for _, m := range mods {
 		for _, p := range m.in.Series.Patches {
-			src, err := stampPatch(p, o.Author, o.Signoff, filepath.Join(work, "stamped", m.in.Module))
+			planned = append(planned, &exported{mod: m, carried: p})
+		}
+	}
+	forkPRs, err := splitForkPRs(o.Carry.PatchesDir, planned)
+	if err != nil {
+		return nil, err
+	}
+	var all []*exported
+	for _, pr := range forkPRs {
+		for _, e := range pr.patches {
+			src, err := stampPatch(e.carried, o.Author, o.Signoff, filepath.Join(work, "stamped", e.mod.in.Module))
 			if err != nil {
 				return nil, err
 			}
-			if err := g.am(ctx, src.Path, m.loc.Dir); err != nil {
-				return nil, fmt.Errorf("%s: patch %s does not apply to %s at %s in %s: %w", m.in.Module, p.Path, repo, base, dirOrRoot(m.loc.Dir), err)
+			if err := g.am(ctx, src.Path, e.mod.loc.Dir); err != nil {
+				return nil, fmt.Errorf("%s: patch %s does not apply to %s at %s in %s: %w", e.mod.in.Module, e.carried.Path, repo, base, dirOrRoot(e.mod.loc.Dir), err)
 			}
 			head, err := g.Run(ctx, "rev-parse", "HEAD")
 			if err != nil {
 				return nil, err
 			}
-			all = append(all, &exported{mod: m, src: src, carried: p, commit: strings.TrimSpace(string(head))})
+			e.src, e.commit = src, strings.TrimSpace(string(head))
+			all = append(all, e)
 		}
-		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
 	}
-	forkPRs, err := splitForkPRs(o.Carry.PatchesDir, all)
-	if err != nil {
-		return nil, err
+	for _, m := range mods {
+		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
 	}
 	for _, name := range o.ForkVersionIncludes {
 		if !slices.ContainsFunc(forkPRs[1:], func(pr *forkPR) bool { return pr.name == name }) {
@@ -361,7 +376,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if res.KCPPRs, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, o.Author, o.Signoff, progress); err != nil {
 		return nil, err
 	}
-	if res.Upstream, err = exportUpstream(ctx, o.Root, tmp, o.Author, o.Signoff, progress); err != nil {
+	if res.Upstream, res.UpstreamBefore, err = exportUpstream(ctx, o.Root, tmp, o.Author, o.Signoff, progress); err != nil {
 		return nil, err
 	}
 
@@ -382,7 +397,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	}
 	res.PR, res.Comment = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, CommentFile)
 	res.Title = forkPRs[0].title()
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, CommentFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res.Upstream), o.OutDir)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, CommentFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)
@@ -400,11 +415,11 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	return res, nil
 }
 
-func upstreamCount(pr *UpstreamPRResult) int {
-	if pr == nil {
+func upstreamCount(res *Result) int {
+	if res.Upstream == nil {
 		return 0
 	}
-	return 1
+	return 1 + len(res.UpstreamBefore)
 }
 
 func signedOff(signoff bool) string {
@@ -493,21 +508,21 @@ func extractPristine(ctx context.Context, root string, mods []*carried, repoDir 
 	return nil
 }
 
-// orderModules sorts mods into DependencyOrder using the go.mod files of
+// orderModules sorts mods into carryset.DependencyOrder using the go.mod files of
 // the pristine trees under repoDir.
 func orderModules(mods []*carried, repoDir string) ([]*carried, error) {
 	requires := map[string][]string{}
 	byName := map[string]*carried{}
 	for _, m := range mods {
 		gomod := filepath.Join(repoDir, filepath.FromSlash(m.loc.Dir), "go.mod")
-		reqs, err := goModRequires(gomod)
+		reqs, err := carryset.GoModRequires(gomod)
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading the pristine go.mod: %w", m.in.Module, err)
 		}
 		requires[m.in.Module] = reqs
 		byName[m.in.Module] = m
 	}
-	order, err := DependencyOrder(requires)
+	order, err := carryset.DependencyOrder(requires)
 	if err != nil {
 		return nil, err
 	}

@@ -643,7 +643,7 @@ func TestExportForkPRs(t *testing.T) {
 	if strings.Contains(fixText, "TestDetector") || strings.Contains(detectorText, "TestOwned") {
 		t.Errorf("a fork pull request quotes the other's verify step:\n%s\n%s", fixText, detectorText)
 	}
-	if strings.Contains(readOut(t, out, res.KCPPRs[0].PR), "KUBE_CACHE_MUTATION_DETECTOR") {
+	if strings.Contains(readOut(t, out, res.KCPPRs[0].PR), "KUBE_WATCHCACHE_MUTATION_DETECTOR") {
 		t.Errorf("the pin bump speaks of the detector, which its fork version does not hold")
 	}
 	reviewChecklist(t, out, res, true)
@@ -657,7 +657,7 @@ func TestExportForkPRs(t *testing.T) {
 		t.Fatal(err)
 	}
 	testfs.ContainsAll(t, "the pin bump's PR.md", readOut(t, merged, res.KCPPRs[0].PR),
-		"At v0.0.0-20261201120000-0123456789ab the fork's watch cache also honours `KUBE_CACHE_MUTATION_DETECTOR`, so kcp's jobs that turn it on now also check that no read writes into the watch cache")
+		"At v0.0.0-20261201120000-0123456789ab the fork's watch cache also has a mutation detector, under `KUBE_WATCHCACHE_MUTATION_DETECTOR`; this bump turns nothing on by itself")
 	testfs.ContainsAll(t, pr.PR, readOut(t, merged, pr.PR), "Merge this after kcp-dev/kubernetes#77: ")
 	reviewChecklist(t, merged, res, false)
 
@@ -666,7 +666,8 @@ func TestExportForkPRs(t *testing.T) {
 		{"detector\n", ":1: want <name> <module>/<patch file>"},
 		{"Detector " + detector + "\n", ":1: want <name> <module>/<patch file>"},
 		{"detector example.com/aserver/0009-nope.patch\n", ":1: example.com/aserver/0009-nope.patch is no patch of the carry"},
-		{"detector example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch\n", "is the series' first patch, which starts the fix's pull request"},
+		{"detector example.com/zmachinery/0001-UPSTREAM-carry-meta-own-the-maps.patch\ndetector example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", "leaves the fix's pull request none"},
+		{"detector " + detector + "\ndetector example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", ":2: the pull request detector starts twice in example.com/aserver"},
 		{"detector " + detector + "\nlater example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", ":2: example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch does not come after " + detector},
 		{"other example.com/aserver/0001-UPSTREAM-carry-handlers-move-serve.patch\n", "fork-pr-other.md.tmpl"},
 	} {

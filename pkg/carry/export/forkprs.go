@@ -14,10 +14,12 @@ import (
 
 // ForkPRsFile, in staging-patches/, splits the fork's series into pull
 // requests, in merge order. The first, the fix's, holds the patches before
-// the first line's; each line starts one more, `<name> <module>/<patch
-// file>`, which the export writes to --out/kcp-dev-kubernetes-<name>/ with a
-// text from fork-pr-<name>.md.tmpl. Without the file the series is one pull
-// request.
+// the later ones'; each line starts one more, or the same one in another
+// module, `<name> <module>/<patch file>`: that patch and the module's
+// patches after it, up to the next pull request's start in the module. The
+// export writes each later one to --out/kcp-dev-kubernetes-<name>/ with a
+// text from fork-pr-<name>.md.tmpl, its patches in the series' module
+// order. Without the file the series is one pull request.
 const ForkPRsFile = "pull-requests"
 
 // ForkPRDirPrefix is the prefix of a further fork pull request's directory
@@ -61,7 +63,11 @@ func splitForkPRs(patchesDir string, all []*exported) ([]*forkPR, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	prs := []*forkPR{{}}
-	start, last := 0, ""
+	// starts[module] are the indexes in all of the module's patches that
+	// start a later pull request, with the pull request's index in prs.
+	type start struct{ patch, pr int }
+	starts := map[string][]start{}
+	last := map[string]string{}
 	var errs []error
 	for _, l := range lines {
 		if len(l.Fields) != 2 || !forkPRName.MatchString(l.Fields[0]) {
@@ -70,25 +76,43 @@ func splitForkPRs(patchesDir string, all []*exported) ([]*forkPR, error) {
 		}
 		name := l.Fields[0]
 		i := patchIndex(all, l.Fields[1])
-		switch {
-		case i < 0:
+		if i < 0 {
 			errs = append(errs, fmt.Errorf("%s:%d: %s is no patch of the carry (staging-patches/<module>/series)", file, l.N, l.Fields[1]))
-		case i == 0:
-			errs = append(errs, fmt.Errorf("%s:%d: %s is the series' first patch, which starts the fix's pull request", file, l.N, l.Fields[1]))
-		case i <= start:
-			errs = append(errs, fmt.Errorf("%s:%d: %s does not come after %s in the series: list the pull requests in merge order", file, l.N, l.Fields[1], last))
-		case slices.ContainsFunc(prs, func(pr *forkPR) bool { return pr.name == name }):
+			continue
+		}
+		mod := all[i].mod.in.Module
+		same := prs[len(prs)-1].name == name
+		module := starts[mod]
+		switch {
+		case !same && slices.ContainsFunc(prs, func(pr *forkPR) bool { return pr.name == name }):
 			errs = append(errs, fmt.Errorf("%s:%d: a second pull request named %s", file, l.N, name))
+		case same && len(module) > 0 && module[len(module)-1].pr == len(prs)-1:
+			errs = append(errs, fmt.Errorf("%s:%d: the pull request %s starts twice in %s", file, l.N, name, mod))
+		case len(module) > 0 && i <= module[len(module)-1].patch:
+			errs = append(errs, fmt.Errorf("%s:%d: %s does not come after %s in the series: list the pull requests in merge order", file, l.N, l.Fields[1], last[mod]))
 		default:
-			prs[len(prs)-1].patches = all[start:i]
-			prs = append(prs, &forkPR{name: name, dir: ForkPRDirPrefix + name})
-			start, last = i, l.Fields[1]
+			if !same {
+				prs = append(prs, &forkPR{name: name, dir: ForkPRDirPrefix + name})
+			}
+			starts[mod] = append(module, start{patch: i, pr: len(prs) - 1})
+			last[mod] = l.Fields[1]
 		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	prs[len(prs)-1].patches = all[start:]
+	for i, e := range all {
+		pr := 0
+		for _, s := range starts[e.mod.in.Module] {
+			if s.patch <= i {
+				pr = s.pr
+			}
+		}
+		prs[pr].patches = append(prs[pr].patches, e)
+	}
+	if len(prs[0].patches) == 0 {
+		return nil, fmt.Errorf("%s: the later pull requests start at the series' first patches, which leaves the fix's pull request none", file)
+	}
 	return prs, nil
 }
 

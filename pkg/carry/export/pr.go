@@ -31,7 +31,7 @@ import (
 // kcp-appendix-<name>.md.tmpl): detail its text leaves out, which the
 // submitter posts as the pull request's first comment.
 //
-//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl kcp-appendix-*.md.tmpl generic-kcp-pr.md.tmpl issue-4551-comment.md.tmpl kubernetes-pr.md.tmpl
+//go:embed fork-pr.md.tmpl fork-pr-*.md.tmpl kcp-pr-*.md.tmpl kcp-appendix-*.md.tmpl generic-kcp-pr.md.tmpl issue-4551-comment.md.tmpl kubernetes-pr.md.tmpl kubernetes-pr-*.md.tmpl
 var templates embed.FS
 
 // AppendixFile is a kcp pull request's appendix, beside its PRFile: to post
@@ -86,8 +86,10 @@ type prData struct {
 	BumpCommand, PinCheck string
 	// KCP is the kcp pull request being written.
 	KCP *KCPPRResult
-	// Upstream is the pull request for kubernetes/kubernetes.
-	Upstream *UpstreamPRResult
+	// Upstream is the pull request for kubernetes/kubernetes being written,
+	// UpstreamBefore those the last one needs.
+	Upstream       *UpstreamPRResult
+	UpstreamBefore []UpstreamPRResult
 	// RaceSuite is kcp's whole shared e2e suite under the race target, from
 	// race-suite-run.json; nil until that file has figures.
 	RaceSuite *RaceSuiteRun
@@ -145,8 +147,16 @@ func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin
 	if texts[CommentFile], err = render("issue-4551-comment.md.tmpl", d); err != nil {
 		return nil, err
 	}
+	for i := range res.UpstreamBefore {
+		pr := &res.UpstreamBefore[i]
+		before := d
+		before.Upstream = pr
+		if texts[pr.PR], err = render("kubernetes-pr-"+path.Base(pr.Module)+".md.tmpl", before); err != nil {
+			return nil, fmt.Errorf("the Kubernetes pull request of %s: %w", pr.Module, err)
+		}
+	}
 	if res.Upstream != nil {
-		d.Upstream = res.Upstream
+		d.Upstream, d.UpstreamBefore = res.Upstream, res.UpstreamBefore
 		if texts[res.Upstream.PR], err = render("kubernetes-pr.md.tmpl", d); err != nil {
 			return nil, err
 		}

@@ -182,7 +182,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	}
 	// The pin bump says what the detector's pull request brings kcp's jobs
 	// when the fork version it pins holds it, and only then.
-	if merged := slices.Contains(res.ForkVersionIncludes, "detector"); merged != strings.Contains(kcp, "KUBE_CACHE_MUTATION_DETECTOR") {
+	if merged := slices.Contains(res.ForkVersionIncludes, "detector"); merged != strings.Contains(kcp, "KUBE_WATCHCACHE_MUTATION_DETECTOR") {
 		t.Errorf("%s: the fork version holds the detector: %v, but the text says what it brings: %v", bump.PR, merged, !merged)
 	}
 	// The repository's pin bump fixes kcp's script first: the text's first

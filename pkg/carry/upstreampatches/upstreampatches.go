@@ -19,7 +19,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
@@ -172,6 +174,9 @@ func Checkout(ctx context.Context, pr *PR, dst string) (gitexec.Repo, error) {
 			return repo, err
 		}
 	}
+	if err := writeGoWork(dst, pr.Base); err != nil {
+		return repo, err
+	}
 	for _, args := range [][]string{
 		{"-c", "init.defaultBranch=upstream", "init", "-q"},
 		{"add", "-A", "-f", "."},
@@ -183,6 +188,38 @@ func Checkout(ctx context.Context, pr *PR, dst string) (gitexec.Repo, error) {
 		}
 	}
 	return repo, nil
+}
+
+// writeGoWork writes dst/go.work using every base module at its staging
+// directory, as kubernetes/kubernetes' go.work does: a patch to one staging
+// module builds against the others as patched, not as the proxy serves
+// them. Its go version is the newest the modules' go.mod files name.
+func writeGoWork(dst string, mods []Module) error {
+	work := &modfile.WorkFile{Syntax: &modfile.FileSyntax{}}
+	goVersion := ""
+	for _, m := range mods {
+		file := filepath.Join(dst, filepath.FromSlash(m.StagingDir()), "go.mod")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		f, err := modfile.ParseLax(file, data, nil)
+		if err != nil {
+			return err
+		}
+		if f.Go != nil && (goVersion == "" || semver.Compare("v"+f.Go.Version, "v"+goVersion) > 0) {
+			goVersion = f.Go.Version
+		}
+		if err := work.AddUse("./"+m.StagingDir(), m.Path); err != nil {
+			return err
+		}
+	}
+	if goVersion != "" {
+		if err := work.AddGoStmt(goVersion); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dst, "go.work"), modfile.Format(work.Syntax), 0o644)
 }
 
 func baseNames(mods []Module) string {

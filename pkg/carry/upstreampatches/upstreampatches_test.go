@@ -13,9 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
 	"golang.org/x/mod/modfile"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/util/gitexec"
 )
 
@@ -74,10 +76,12 @@ func TestSeriesAppliesUpstream(t *testing.T) {
 const envNoRace = "KCP_CARRY_UPSTREAM_NORACE"
 
 // TestUpstreamTestsPassWithAndFailWithout compiles and runs the tests the
-// series adds, under -race (unless envNoRace), in the upstream module with
-// its own go.mod (its dependencies from the module proxy, no replace
-// directive, no go.work): they pass with the series, and some of them fail
-// with only its test files.
+// series adds, under -race (unless envNoRace), in the upstream modules
+// with their own go.mod files (their dependencies from the module proxy, no
+// replace directive) in the workspace kubernetes/kubernetes has, every base
+// module at its staging path: they pass with the series, and every package
+// of them fails with only its test files, by assertion or, for tests of
+// what the series adds, for want of only that (series.MissingOnly).
 func TestUpstreamTestsPassWithAndFailWithout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the upstream module's package with -race and its dependencies from the module proxy (minutes); -short checks only that the series applies (TestSeriesAppliesUpstream)")
@@ -97,11 +101,11 @@ func TestUpstreamTestsPassWithAndFailWithout(t *testing.T) {
 
 	with := runUpstreamTests(t, repo.Dir, pr, tests, pkgs)
 	t.Logf("with the series:\n%s", with.summary)
-	if !with.ok {
+	if !with.ok || len(with.missingNew) > 0 {
 		t.Fatalf("the series' tests fail with it:\n%s", with.output)
 	}
-	if !slices.Equal(with.passed, tests) {
-		t.Errorf("passed %q, want every test the series adds, %q", with.passed, tests)
+	if !slices.Equal(with.passed, allTests(tests)) {
+		t.Errorf("passed %q, want every test the series adds, %q", with.passed, allTests(tests))
 	}
 
 	// Only the test files: the other changes back at the base.
@@ -114,34 +118,58 @@ func TestUpstreamTestsPassWithAndFailWithout(t *testing.T) {
 	}
 	without := runUpstreamTests(t, repo.Dir, pr, tests, pkgs)
 	t.Logf("with only its tests:\n%s", without.summary)
-	if without.ok || len(without.failed) == 0 {
+	if without.ok {
 		t.Fatalf("the series' tests do not fail without it:\n%s", without.output)
 	}
+	for dir, names := range without.missingNew {
+		t.Logf("%s: its tests do not compile without the series, for want of only what it declares: %s", dir, strings.Join(names, ", "))
+	}
+	for _, m := range pr.Base {
+		if len(tests[m.StagingDir()]) == 0 {
+			continue
+		}
+		failed := slices.ContainsFunc(without.failed, func(name string) bool { return slices.Contains(tests[m.StagingDir()], name) })
+		if !failed && len(without.missingNew[m.StagingDir()]) == 0 {
+			t.Errorf("without the series, no test it adds in %s fails:\n%s", m.StagingDir(), without.output)
+		}
+	}
 	for _, name := range without.failed {
-		if !slices.Contains(tests, name) {
+		if !slices.Contains(allTests(tests), name) {
 			t.Errorf("without the series, %s fails, which the series does not add:\n%s", name, without.output)
 		}
 	}
 }
 
 // addedTests are the test functions the series adds, sorted, and the
-// packages of their files, as module-relative ./ paths keyed by the module's
-// staging directory.
-func addedTests(t *testing.T, pr *PR) ([]string, map[string][]string) {
+// packages of their files, as module-relative ./ paths, both keyed by the
+// module's staging directory.
+func addedTests(t *testing.T, pr *PR) (map[string][]string, map[string][]string) {
 	t.Helper()
-	testFunc := regexp.MustCompile(`(?m)^\+func (Test\w+)\(t \*testing\.T\)`)
-	var tests []string
-	for _, p := range pr.Series.Patches {
-		for _, m := range testFunc.FindAllStringSubmatch(string(p.Data), -1) {
-			tests = append(tests, m[1])
-		}
-	}
+	testFunc := regexp.MustCompile(`^func (Test\w+)\(t \*testing\.T\)`)
+	tests := map[string][]string{}
 	pkgs := map[string][]string{}
-	for _, f := range pr.TestFiles() {
-		for _, m := range pr.Base {
-			if rel, ok := strings.CutPrefix(f, m.StagingDir()+"/"); ok {
+	for _, p := range pr.Series.Patches {
+		for _, f := range p.Files {
+			if !strings.HasSuffix(f.NewName, "_test.go") {
+				continue
+			}
+			for _, m := range pr.Base {
+				rel, ok := strings.CutPrefix(f.NewName, m.StagingDir()+"/")
+				if !ok {
+					continue
+				}
 				if pkg := "./" + path.Dir(rel) + "/"; !slices.Contains(pkgs[m.StagingDir()], pkg) {
 					pkgs[m.StagingDir()] = append(pkgs[m.StagingDir()], pkg)
+				}
+				for _, frag := range f.TextFragments {
+					for _, l := range frag.Lines {
+						if l.Op != gitdiff.OpAdd {
+							continue
+						}
+						if fn := testFunc.FindStringSubmatch(l.Line); fn != nil {
+							tests[m.StagingDir()] = append(tests[m.StagingDir()], fn[1])
+						}
+					}
 				}
 			}
 		}
@@ -149,14 +177,29 @@ func addedTests(t *testing.T, pr *PR) ([]string, map[string][]string) {
 	if len(tests) == 0 || len(pkgs) == 0 {
 		t.Fatalf("the series adds no test function (%q) in a base module (%q)", tests, pkgs)
 	}
-	slices.Sort(tests)
+	for dir := range tests {
+		slices.Sort(tests[dir])
+	}
 	return tests, pkgs
+}
+
+// allTests is every test of tests, sorted.
+func allTests(tests map[string][]string) []string {
+	var all []string
+	for _, names := range tests {
+		all = append(all, names...)
+	}
+	slices.Sort(all)
+	return all
 }
 
 type testRun struct {
 	ok             bool
 	passed, failed []string
-	output         string
+	// missingNew, by staging directory, are the names the series declares
+	// whose want alone kept a module's tests from compiling.
+	missingNew map[string][]string
+	output     string
 	// summary is the run's result lines.
 	summary string
 }
@@ -164,24 +207,23 @@ type testRun struct {
 var resultLine = regexp.MustCompile(`(?m)^(--- (PASS|FAIL): (Test\w+).*|(ok|FAIL)\s+\S+.*|FAIL)$`)
 
 // runUpstreamTests runs `go test -race -run <tests>` (without -race with
-// envNoRace=1) on pkgs in each module of the scratch repository dir, as the
-// upstream module builds itself.
-func runUpstreamTests(t *testing.T, dir string, pr *PR, tests []string, pkgs map[string][]string) testRun {
+// envNoRace=1) on pkgs in each module of the scratch repository dir, in its
+// workspace.
+func runUpstreamTests(t *testing.T, dir string, pr *PR, tests, pkgs map[string][]string) testRun {
 	t.Helper()
-	var r testRun
-	r.ok = true
+	r := testRun{ok: true, missingNew: map[string][]string{}}
 	for _, m := range pr.Base {
 		if len(pkgs[m.StagingDir()]) == 0 {
 			continue
 		}
-		args := []string{"test", "-race", "-count=1", "-v", "-run", "^(" + strings.Join(tests, "|") + ")$"}
+		args := []string{"test", "-race", "-count=1", "-v", "-run", "^(" + strings.Join(tests[m.StagingDir()], "|") + ")$"}
 		if os.Getenv(envNoRace) == "1" {
 			args = slices.Delete(args, 1, 2)
 		}
 		args = append(args, pkgs[m.StagingDir()]...)
 		cmd := exec.CommandContext(t.Context(), "go", args...)
 		cmd.Dir = filepath.Join(dir, filepath.FromSlash(m.StagingDir()))
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(dir, "go.work"), "GOFLAGS=-trimpath")
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if err != nil && !errors.As(err, &exit) {
@@ -189,6 +231,11 @@ func runUpstreamTests(t *testing.T, dir string, pr *PR, tests []string, pkgs map
 		}
 		r.ok = r.ok && err == nil
 		r.output += string(out)
+		if err != nil && strings.Contains(string(out), "[build failed]") {
+			if missing, ok := series.MissingOnly(strings.Split(string(out), "\n"), pr.Series.Patches...); ok {
+				r.missingNew[m.StagingDir()] = missing
+			}
+		}
 		for _, l := range resultLine.FindAllStringSubmatch(string(out), -1) {
 			r.summary += l[0] + "\n"
 			switch l[2] {

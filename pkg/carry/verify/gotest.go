@@ -15,8 +15,13 @@ type PackageOutcome struct {
 	Run    string `json:"run,omitempty"`
 	Passed bool   `json:"passed"`
 	// BuildFailed means the tests did not compile: that proves nothing about
-	// the fix, so it never counts as a failure "without the carry".
-	BuildFailed bool     `json:"buildFailed,omitempty"`
+	// the fix, so it counts as a failure "without the carry" only for want of
+	// what the patch adds (MissingNew).
+	BuildFailed bool `json:"buildFailed,omitempty"`
+	// MissingNew, for tests that did not compile without a patch, are the
+	// names the patch declares that they use, when nothing else was wrong
+	// (series.MissingOnly): tests of what the patch adds fail that way.
+	MissingNew  []string `json:"missingNew,omitempty"`
 	FailedTests []string `json:"failedTests,omitempty"`
 	// Races counts race detector reports (WARNING: DATA RACE).
 	Races int `json:"races,omitempty"`

@@ -53,6 +53,7 @@ func TestJudge(t *testing.T) {
 		"fail with":                         {[]Step{{Without: ptr(run(fail)), With: run(fail)}}, false},
 		"an earlier patch fails alone":      {[]Step{{With: run(fail)}, {Without: ptr(run(fail)), With: run(pass)}}, false},
 		"tests do not compile without":      {[]Step{{Without: ptr(run(broken)), With: run(pass)}}, false},
+		"tests lack only what it declares":  {[]Step{{Without: ptr(run(PackageOutcome{ImportPath: "p", BuildFailed: true, MissingNew: []string{"newDetector"}})), With: run(pass)}}, true},
 		"tests do not compile with":         {[]Step{{Without: ptr(run(fail)), With: run(broken)}}, false},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -43,61 +43,69 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	}
 
 	const (
-		handlers = "k8s.io/apiserver/pkg/endpoints/handlers"
-		cacher   = "k8s.io/apiserver/pkg/storage/cacher"
+		handlers   = "k8s.io/apiserver/pkg/endpoints/handlers"
+		cacher     = "k8s.io/apiserver/pkg/storage/cacher"
+		toolsCache = "k8s.io/client-go/tools/cache"
 	)
-	if !slices.Equal(report.Packages, []string{handlers, cacher}) {
-		t.Errorf("tested packages = %v, want [%s %s]", report.Packages, handlers, cacher)
+	if !slices.Equal(report.Packages, []string{handlers, cacher, toolsCache}) {
+		t.Errorf("tested packages = %v, want [%s %s %s]", report.Packages, handlers, cacher, toolsCache)
 	}
-	// The fork's own cacher tests fail on the pristine fork: verify runs 0003's alone there.
-	if want := map[string]string{cacher: "^TestWatchCacheMutationDetector"}; !maps.Equal(report.Run, want) {
+	// The fork's own cacher tests fail on the pristine fork, and tools/cache's
+	// whole suite takes minutes: verify runs the detector's tests alone there.
+	if want := map[string]string{cacher: "^TestWatchCacheMutationDetector", toolsCache: "^TestMutationDetector"}; !maps.Equal(report.Run, want) {
 		t.Errorf("run patterns = %v, want %v", report.Run, want)
 	}
-	if len(report.Steps) != 3 || report.Steps[0].Without == nil || report.Steps[1].Without == nil || report.Steps[2].Without == nil {
-		t.Fatalf("want three steps, each with tests that must fail without it: %+v", report.Steps)
+	// client-go first (the apiserver's 0004 uses its constructor), then the
+	// apiserver's four; 0003 changes only tests, so it has nothing to fail
+	// without.
+	var order []string
+	for _, s := range report.Steps {
+		order = append(order, s.Module+"/"+s.Patch[:4])
 	}
-	// A package is tested from the patch that first changes its tests on:
-	// the handlers from 0001, the cacher (whose tests do not compile before
-	// 0003) from 0003.
-	for i, want := range [][]string{{handlers}, {handlers}, {handlers, cacher}} {
+	if want := []string{"k8s.io/client-go/0001", "k8s.io/apiserver/0001", "k8s.io/apiserver/0002", "k8s.io/apiserver/0003", "k8s.io/apiserver/0004"}; !slices.Equal(order, want) {
+		t.Fatalf("steps = %q, want %q", order, want)
+	}
+	for i, s := range report.Steps {
+		if (s.Without == nil) != (i == 3) {
+			t.Errorf("%s: a step without the patch: %v, want one for every patch but the test-only 0003", s.Patch, s.Without != nil)
+		}
+	}
+	// A package is tested from the patch that first changes its tests on.
+	for i, want := range [][]string{{toolsCache}, {handlers, toolsCache}, {handlers, toolsCache}, {handlers, cacher, toolsCache}, {handlers, cacher, toolsCache}} {
 		if got := packagesOf(report.Steps[i].With); !slices.Equal(got, want) {
 			t.Errorf("with %s: tested %v, want %v", report.Steps[i].Patch, got, want)
 		}
 	}
-	for i, want := range [][]string{{handlers}, {handlers}, {cacher}} {
-		if got := packagesOf(*report.Steps[i].Without); !slices.Equal(got, want) {
-			t.Errorf("before %s with its tests: tested %v, want %v", report.Steps[i].Patch, got, want)
-		}
-	}
 	// Each patch's tests must fail without it for the reason it fixes, not
-	// merely fail. 0001: the package's own TestCacheableObject dereferences
-	// the missing cluster.
-	first := report.Steps[0].Without.Packages[0]
+	// merely fail. client-go's 0001: a write in the last second before the
+	// detector drops the object goes unreported.
+	backoff := report.Steps[0].Without.Packages[0]
+	if !slices.Contains(backoff.FailedTests, "TestMutationDetectorReportsWriteAtAnyAge") {
+		t.Errorf("%s without %s: TestMutationDetectorReportsWriteAtAnyAge did not fail: %+v", toolsCache, report.Steps[0].Patch, backoff)
+	}
+	// The apiserver's 0001: the package's own TestCacheableObject
+	// dereferences the missing cluster.
+	first := report.Steps[1].Without.Packages[0]
 	if !slices.Contains(first.FailedTests, "TestCacheableObject") && !strings.Contains(first.Fatal, "nil pointer") {
-		t.Errorf("%s without %s: TestCacheableObject did not fail on the missing cluster: %+v", handlers, report.Steps[0].Patch, first)
+		t.Errorf("%s without %s: TestCacheableObject did not fail on the missing cluster: %+v", handlers, report.Steps[1].Patch, first)
 	}
 	// 0002: typed items get "", the source maps are written, and concurrent
 	// requests race (or the runtime aborts them).
-	second := report.Steps[1].Without.Packages[0]
+	second := report.Steps[2].Without.Packages[0]
 	for _, test := range []string{
 		"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialList",
 		"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialObject",
 		"TestKCPOriginalAPIVersionAnnotationCopyOnWrite",
 	} {
 		if !slices.Contains(second.FailedTests, test) {
-			t.Errorf("%s without %s: %s did not fail: %v", handlers, report.Steps[1].Patch, test, second.FailedTests)
+			t.Errorf("%s without %s: %s did not fail: %v", handlers, report.Steps[2].Patch, test, second.FailedTests)
 		}
 	}
-	// 0003: nothing turns the watch cache's mutation detector on, so a write
-	// into a listed object goes unreported.
-	third := report.Steps[2].Without.Packages[0]
-	for _, test := range []string{
-		"TestWatchCacheMutationDetectorReportsWrite",
-		"TestWatchCacheMutationDetectorQuietWithoutWrite",
-	} {
-		if !slices.Contains(third.FailedTests, test) {
-			t.Errorf("%s without %s: %s did not fail: %v", cacher, report.Steps[2].Patch, test, third.FailedTests)
-		}
+	// 0004: its tests inject the switch and the field it adds, so without
+	// it they do not compile, for want of those names only.
+	fourth := report.Steps[4].Without.Packages[0]
+	if !fourth.BuildFailed || !slices.Contains(fourth.MissingNew, "newWatchCacheMutationDetector") {
+		t.Errorf("%s without %s: want tests that lack only what it declares: %+v", cacher, report.Steps[4].Patch, fourth)
 	}
 	if report.Race == noRace {
 		t.Errorf("report.Race = %t with %s=%t", report.Race, envNoRace, noRace)
@@ -112,7 +120,7 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	// binary in them with a concurrent map error; either can come first, and
 	// an abort can cut the race report it interleaves with.
 	if second.Races == 0 && !strings.Contains(second.Fatal, "concurrent map") {
-		t.Errorf("%s without %s: the concurrent requests neither raced nor crashed: %+v", handlers, report.Steps[1].Patch, second)
+		t.Errorf("%s without %s: the concurrent requests neither raced nor crashed: %+v", handlers, report.Steps[2].Patch, second)
 	}
 }
 
@@ -162,5 +170,35 @@ func TestRunPatterns(t *testing.T) {
 				t.Errorf("RunPatterns = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDependencyOrder(t *testing.T) {
+	trees := map[string]string{}
+	var ins []*carryset.Carried
+	for mod, requires := range map[string]string{
+		"k8s.io/apiserver":    "require (\n\tk8s.io/apimachinery v0.0.0\n\tk8s.io/client-go v0.0.0\n)\n",
+		"k8s.io/client-go":    "require k8s.io/apimachinery v0.0.0\n",
+		"k8s.io/apimachinery": "",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+mod+"\n\ngo 1.26.0\n\n"+requires), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		trees[mod] = dir
+	}
+	for _, mod := range []string{"k8s.io/apimachinery", "k8s.io/apiserver", "k8s.io/client-go"} {
+		ins = append(ins, &carryset.Carried{Module: mod})
+	}
+	got, err := dependencyOrder(ins, trees)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, in := range got {
+		order = append(order, in.Module)
+	}
+	if want := []string{"k8s.io/apimachinery", "k8s.io/client-go", "k8s.io/apiserver"}; !slices.Equal(order, want) {
+		t.Errorf("dependencyOrder = %q, want %q", order, want)
 	}
 }

@@ -1,4 +1,4 @@
-package export
+package carryset
 
 import (
 	"os"
@@ -49,8 +49,8 @@ func TestGoModRequires(t *testing.T) {
 	if err := os.WriteFile(path, []byte("module k8s.io/apiserver\n\ngo 1.25\n\nrequire (\n\tk8s.io/apimachinery v0.0.0\n\tk8s.io/api v0.0.0 // indirect\n)\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := goModRequires(path)
+	got, err := GoModRequires(path)
 	if err != nil || !slices.Equal(got, []string{"k8s.io/apimachinery", "k8s.io/api"}) {
-		t.Errorf("goModRequires = %q, %v", got, err)
+		t.Errorf("GoModRequires = %q, %v", got, err)
 	}
 }

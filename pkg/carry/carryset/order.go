@@ -1,4 +1,4 @@
-package export
+package carryset
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/carry/pins"
 )
 
-// DependencyOrder orders carried modules for the exported series: a module
+// DependencyOrder orders carried modules for the exported series and for carry verify: a module
 // comes after every carried module its pristine go.mod requires (so
 // k8s.io/apimachinery before k8s.io/apiserver, and every intermediate
 // commit of the exported branch has its dependencies' patches below it);
@@ -81,8 +81,8 @@ func reaches(deps map[string][]string, from, to string, seen map[string]bool) bo
 	return false
 }
 
-// goModRequires lists the module paths required by the go.mod file at path.
-func goModRequires(path string) ([]string, error) {
+// GoModRequires lists the module paths required by the go.mod file at path.
+func GoModRequires(path string) ([]string, error) {
 	f, err := pins.ReadGoMod(path)
 	if err != nil {
 		return nil, err
