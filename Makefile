@@ -169,13 +169,15 @@ test-kcp-main: kcp-main
 	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
 
 # The fork's watch cache mutation detector on real kcp (docs/detector.md):
-# on KCP_SOURCE and KCP_MAIN_SOURCE, kcp built three ways (carry build
-# --without: the pristine fork with the detector patch only, the whole carry,
-# the carry without the detector), kcp's own e2e subset unmodified with
-# KUBE_CACHE_MUTATION_DETECTOR on, an idle kcp with workspaces
-# (KCP_CARRY_DETECTOR_IDLE, default 10m), and the detector's cost, on vs
-# off. About 40 min per tree here; records in .build/detector/<tree>/. Not in
-# `make test`, which runs its carried kcp with the detector on instead.
+# on KCP_SOURCE and KCP_MAIN_SOURCE, kcp built two ways (carry build
+# --without: the pristine fork with the detector's pull request only, the
+# whole carry), kcp's own e2e subset unmodified with
+# KUBE_WATCHCACHE_MUTATION_DETECTOR and KUBE_CACHE_MUTATION_DETECTOR on, the
+# list test with the informers' switch alone, an idle kcp with workspaces
+# (KCP_CARRY_DETECTOR_IDLE, default 10m), and the cost: both switches, the
+# informers' alone, and off. About 40 min per tree here; records in
+# .build/detector/<tree>/. Not in `make test`, which runs its carried kcp
+# with both switches on instead.
 test-detector: overlay
 	@test -n "$(KCP_SOURCE)$(KCP_MAIN_SOURCE)" || { echo "make test-detector: set KCP_SOURCE and/or KCP_MAIN_SOURCE to kcp trees" >&2; exit 1; }
 	$(GO) test -timeout 180m -count=1 -v -run '^TestRealKCPWatchCacheDetector$$' ./test/e2e/

@@ -371,8 +371,8 @@ func gvrOf(r hammer.Resource) schema.GroupVersionResource {
 }
 
 // kcpEnv is the environment of the kcp binary bin: serverEnv, and for a
-// carried build the switch of the fork's watch cache mutation detector (the
-// carry's detector patch), on as kcp's CI sets it. servertest fails the test
+// carried build the switches of the informers' and the fork's watch cache's
+// mutation detectors (the carry's detector patch) on. servertest fails the test
 // on any report in kcp's output, so every run of a carried kcp also checks
 // that no read writes an object the watch cache holds.
 func kcpEnv(t *testing.T, bin string) []string {
@@ -380,7 +380,7 @@ func kcpEnv(t *testing.T, bin string) []string {
 	if buildVariant(t, testfs.RepoRoot(t), bin) != "patched" {
 		return serverEnv
 	}
-	return append(slices.Clone(serverEnv), server.CacheMutationDetectorOn)
+	return append(slices.Clone(serverEnv), server.CacheMutationDetectorEnv(true, true)...)
 }
 
 // buildVariant is "patched" or "pristine", from the build info of the kcp

@@ -106,13 +106,14 @@ func binaries(t *testing.T, variant string) server.TopologyBinaries {
 
 // startTopology starts the sharded kcp and stops it at cleanup, logging the
 // output of every server when the test failed. The carried servers run with
-// the fork's watch cache mutation detector on (KUBE_CACHE_MUTATION_DETECTOR,
-// as kcp's CI sets it): a report in any server's output fails the test.
+// the informers' and the watch cache's mutation detectors on
+// (KUBE_CACHE_MUTATION_DETECTOR, KUBE_WATCHCACHE_MUTATION_DETECTOR): a report
+// in any server's output fails the test.
 func startTopology(t *testing.T, bins server.TopologyBinaries, variant string) *server.Topology {
 	t.Helper()
 	env := serverEnv
 	if variant == "patched" {
-		env = append(slices.Clone(serverEnv), server.CacheMutationDetectorOn)
+		env = append(slices.Clone(serverEnv), server.CacheMutationDetectorEnv(true, true)...)
 	}
 	return servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Env: env})
 }

@@ -27,17 +27,35 @@ type CacheMutation struct {
 }
 
 // The environment of a server with client-go's cache mutation detector on
-// (strconv.ParseBool reads the value), and off: kcp's informers honour it,
-// and the fork's watch cache with the carry's detector patch.
+// (strconv.ParseBool reads the value), and off: kcp's informers honour
+// KUBE_CACHE_MUTATION_DETECTOR, and the fork's watch cache, with the carry's
+// detector patch, KUBE_WATCHCACHE_MUTATION_DETECTOR.
 const (
 	CacheMutationDetectorOn  = cacheMutationDetectorVar + "=true"
 	CacheMutationDetectorOff = cacheMutationDetectorVar + "=false"
 
-	cacheMutationDetectorVar = "KUBE_CACHE_MUTATION_DETECTOR"
+	WatchCacheMutationDetectorOn  = watchCacheMutationDetectorVar + "=true"
+	WatchCacheMutationDetectorOff = watchCacheMutationDetectorVar + "=false"
+
+	cacheMutationDetectorVar      = "KUBE_CACHE_MUTATION_DETECTOR"
+	watchCacheMutationDetectorVar = "KUBE_WATCHCACHE_MUTATION_DETECTOR"
 	// detectorMadeLine is the warning client-go's NewCacheMutationDetector
 	// logs for each detector it makes with the switch on.
 	detectorMadeLine = "Mutation detector is enabled"
 )
+
+// CacheMutationDetectorEnv is the environment that turns the informers'
+// detectors and the watch cache's on or off.
+func CacheMutationDetectorEnv(informers, watchCache bool) []string {
+	env := []string{CacheMutationDetectorOff, WatchCacheMutationDetectorOff}
+	if informers {
+		env[0] = CacheMutationDetectorOn
+	}
+	if watchCache {
+		env[1] = WatchCacheMutationDetectorOn
+	}
+	return env
+}
 
 // CacheMutationDetectorOn says whether the child was started with the cache
 // mutation detector's switch on, read as client-go reads it
