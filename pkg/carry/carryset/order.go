@@ -93,3 +93,38 @@ func GoModRequires(path string) ([]string, error) {
 	}
 	return reqs, nil
 }
+
+// OrderByGoMod orders items, one per carried module (module names it), in
+// DependencyOrder of the go.mod file at goMod(item): the order export and
+// verify apply the carry in. requires maps each module to the other carried
+// modules its go.mod requires, sorted. A go.mod that cannot be read is an
+// error naming the module.
+func OrderByGoMod[T any](items []T, module, goMod func(T) string) (ordered []T, requires map[string][]string, err error) {
+	all := map[string][]string{}
+	byName := map[string]T{}
+	for _, it := range items {
+		reqs, err := GoModRequires(goMod(it))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: reading its go.mod: %w", module(it), err)
+		}
+		all[module(it)] = reqs
+		byName[module(it)] = it
+	}
+	order, err := DependencyOrder(all)
+	if err != nil {
+		return nil, nil, err
+	}
+	requires = map[string][]string{}
+	for mod, reqs := range all {
+		for _, r := range reqs {
+			if _, carried := byName[r]; carried && r != mod && !slices.Contains(requires[mod], r) {
+				requires[mod] = append(requires[mod], r)
+			}
+		}
+		sort.Strings(requires[mod])
+	}
+	for _, name := range order {
+		ordered = append(ordered, byName[name])
+	}
+	return ordered, requires, nil
+}

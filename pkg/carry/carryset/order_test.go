@@ -54,3 +54,35 @@ func TestGoModRequires(t *testing.T) {
 		t.Errorf("GoModRequires = %q, %v", got, err)
 	}
 }
+
+// TestOrderByGoMod: client-go, which the apiserver requires, comes before
+// it, and each module's carried requirements are recorded.
+func TestOrderByGoMod(t *testing.T) {
+	trees := map[string]string{}
+	for mod, requires := range map[string]string{
+		"k8s.io/apiserver":    "require (\n\tk8s.io/apimachinery v0.0.0\n\tk8s.io/client-go v0.0.0\n\tk8s.io/klog/v2 v2.0.0\n)\n",
+		"k8s.io/client-go":    "require k8s.io/apimachinery v0.0.0\n",
+		"k8s.io/apimachinery": "",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+mod+"\n\ngo 1.26.0\n\n"+requires), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		trees[mod] = dir
+	}
+	self := func(mod string) string { return mod }
+	order, requires, err := OrderByGoMod([]string{"k8s.io/apimachinery", "k8s.io/apiserver", "k8s.io/client-go"}, self,
+		func(mod string) string { return filepath.Join(trees[mod], "go.mod") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"k8s.io/apimachinery", "k8s.io/client-go", "k8s.io/apiserver"}; !slices.Equal(order, want) {
+		t.Errorf("order = %q, want %q", order, want)
+	}
+	if got, want := requires["k8s.io/apiserver"], []string{"k8s.io/apimachinery", "k8s.io/client-go"}; !slices.Equal(got, want) {
+		t.Errorf("the apiserver requires %q of the carried modules, want %q", got, want)
+	}
+	if _, _, err := OrderByGoMod([]string{"k8s.io/nowhere"}, self, func(string) string { return filepath.Join(t.TempDir(), "go.mod") }); err == nil || !strings.Contains(err.Error(), "k8s.io/nowhere: reading its go.mod") {
+		t.Errorf("a missing go.mod: %v", err)
+	}
+}

@@ -509,36 +509,19 @@ func extractPristine(ctx context.Context, root string, mods []*carried, repoDir 
 }
 
 // orderModules sorts mods into carryset.DependencyOrder using the go.mod files of
-// the pristine trees under repoDir.
+// the pristine trees under repoDir, and records the carried modules each
+// requires.
 func orderModules(mods []*carried, repoDir string) ([]*carried, error) {
-	requires := map[string][]string{}
-	byName := map[string]*carried{}
-	for _, m := range mods {
-		gomod := filepath.Join(repoDir, filepath.FromSlash(m.loc.Dir), "go.mod")
-		reqs, err := carryset.GoModRequires(gomod)
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading the pristine go.mod: %w", m.in.Module, err)
-		}
-		requires[m.in.Module] = reqs
-		byName[m.in.Module] = m
-	}
-	order, err := carryset.DependencyOrder(requires)
+	ordered, requires, err := carryset.OrderByGoMod(mods,
+		func(m *carried) string { return m.in.Module },
+		func(m *carried) string { return filepath.Join(repoDir, filepath.FromSlash(m.loc.Dir), "go.mod") })
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range mods {
-		for _, r := range requires[m.in.Module] {
-			if _, ok := byName[r]; ok && r != m.in.Module && !slices.Contains(m.requires, r) {
-				m.requires = append(m.requires, r)
-			}
-		}
-		sort.Strings(m.requires)
+	for _, m := range ordered {
+		m.requires = requires[m.in.Module]
 	}
-	out := make([]*carried, len(order))
-	for i, name := range order {
-		out[i] = byName[name]
-	}
-	return out, nil
+	return ordered, nil
 }
 
 func patchResult(e *exported, root string) PatchResult {

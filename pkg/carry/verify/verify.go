@@ -158,7 +158,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err := build("", nil, nil); err != nil {
 		return nil, err
 	}
-	if ins, err = dependencyOrder(ins, trees); err != nil {
+	if ins, _, err = carryset.OrderByGoMod(ins,
+		func(in *carryset.Carried) string { return in.Module },
+		func(in *carryset.Carried) string { return filepath.Join(trees[in.Module], "go.mod") }); err != nil {
 		return nil, err
 	}
 	// tested holds the packages whose tests the patches applied so far
@@ -513,28 +515,4 @@ func topLevel(tests []string) []string {
 		}
 	}
 	return out
-}
-
-// dependencyOrder orders ins in carryset.DependencyOrder of their go.mod
-// files in trees.
-func dependencyOrder(ins []*carryset.Carried, trees map[string]string) ([]*carryset.Carried, error) {
-	requires := map[string][]string{}
-	byName := map[string]*carryset.Carried{}
-	for _, in := range ins {
-		reqs, err := carryset.GoModRequires(filepath.Join(trees[in.Module], "go.mod"))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", in.Module, err)
-		}
-		requires[in.Module] = reqs
-		byName[in.Module] = in
-	}
-	order, err := carryset.DependencyOrder(requires)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*carryset.Carried, len(order))
-	for i, name := range order {
-		out[i] = byName[name]
-	}
-	return out, nil
 }

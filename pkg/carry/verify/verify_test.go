@@ -172,33 +172,3 @@ func TestRunPatterns(t *testing.T) {
 		})
 	}
 }
-
-func TestDependencyOrder(t *testing.T) {
-	trees := map[string]string{}
-	var ins []*carryset.Carried
-	for mod, requires := range map[string]string{
-		"k8s.io/apiserver":    "require (\n\tk8s.io/apimachinery v0.0.0\n\tk8s.io/client-go v0.0.0\n)\n",
-		"k8s.io/client-go":    "require k8s.io/apimachinery v0.0.0\n",
-		"k8s.io/apimachinery": "",
-	} {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+mod+"\n\ngo 1.26.0\n\n"+requires), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		trees[mod] = dir
-	}
-	for _, mod := range []string{"k8s.io/apimachinery", "k8s.io/apiserver", "k8s.io/client-go"} {
-		ins = append(ins, &carryset.Carried{Module: mod})
-	}
-	got, err := dependencyOrder(ins, trees)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var order []string
-	for _, in := range got {
-		order = append(order, in.Module)
-	}
-	if want := []string{"k8s.io/apimachinery", "k8s.io/client-go", "k8s.io/apiserver"}; !slices.Equal(order, want) {
-		t.Errorf("dependencyOrder = %q, want %q", order, want)
-	}
-}
