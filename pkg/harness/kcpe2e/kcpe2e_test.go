@@ -3,7 +3,6 @@ package kcpe2e
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -126,14 +125,16 @@ func TestRun(t *testing.T) {
 	}
 
 	// Stopped while a test hangs: what finished before, with the
-	// context's error, and the hanging test failed.
+	// context's error, and the hanging test failed. The stop comes once
+	// TestHang's start has been read, as kcp's tests hang mid-run.
 	ctx, cancel := context.WithCancel(context.Background())
 	o := RunOptions{Package: Package{Dir: "test/fake", Tests: []string{"TestPass", "TestHang"}}, Binary: bin, Tree: tree, Kubeconfig: "/k/admin.kubeconfig", KCP: "/k/kcp",
-		Progress: func(format string, args ...any) {
-			if strings.Contains(fmt.Sprintf(format, args...), "PASS TestPass") {
+		Log: writerFunc(func(p []byte) (int, error) {
+			if strings.Contains(string(p), "=== RUN   TestHang") {
 				cancel()
 			}
-		}}
+			return len(p), nil
+		})}
 	res, err := Run(ctx, o)
 	if !errors.Is(err, context.Canceled) || res == nil {
 		t.Fatalf("Run stopped: %v, %v", res, err)
@@ -159,3 +160,7 @@ func TestFeatureGates(t *testing.T) {
 		t.Errorf("a Makefile without the gates: err = %v", err)
 	}
 }
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
