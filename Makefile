@@ -23,7 +23,7 @@ export PHASE_LOG := $(CURDIR)/.build/phases.tsv
 # most with the fork in them): a faster link; builds that set -ldflags (kcp's
 # carried servers) keep theirs.
 TEST_GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath -ldflags=-w)
-TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector test-watch-cache-off
+TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector profile-detector test-watch-cache-off
 $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # cgo off, as kcp's own builds (CGO_ENABLED=0): go.mod requires the versions
 # kcp v0.32.3 requires of every module both compile (TestSharedModulesMatchKCP),
@@ -32,7 +32,7 @@ $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # on for themselves.
 $(TEST_TARGETS): export CGO_ENABLED := 0
 
-.PHONY: test-detector test-watch-cache-off test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race test-upstream kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
+.PHONY: test-detector profile-detector test-watch-cache-off test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race test-upstream kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -175,7 +175,7 @@ kcp-e2e: overlay kcp
 # pin. The race phase is kcp v0.32.3's (make test-race).
 KCP_MAIN_ENV = KCP_BIN_DIR=$(CURDIR)/$(KCP_MAIN_BIN) KCP_SOURCE="$(KCP_MAIN_SOURCE)"
 test-kcp-main: kcp-main
-	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
+	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPDetectorProfile$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
 
 # The fork's watch cache mutation detector on real kcp (docs/detector.md):
 # on KCP_SOURCE and KCP_MAIN_SOURCE, kcp built two ways (carry build
@@ -190,6 +190,15 @@ test-kcp-main: kcp-main
 test-detector: overlay
 	@test -n "$(KCP_SOURCE)$(KCP_MAIN_SOURCE)" || { echo "make test-detector: set KCP_SOURCE and/or KCP_MAIN_SOURCE to kcp trees" >&2; exit 1; }
 	$(GO) test -timeout 180m -count=1 -v -run '^TestRealKCPWatchCacheDetector$$' ./test/e2e/
+
+# Where kcp's CPU and memory go under kcp's e2e subset (docs/detector.md):
+# kcp from KCP_MAIN_SOURCE (else KCP_SOURCE) profiled through its
+# /debug/pprof with the detectors off, the informers' switch on client-go's
+# detector as released, the informers' switch and both on the carry's. About
+# 30 min here; profiles and profile.json in .build/detector-profile/<tree>/.
+profile-detector: overlay
+	@test -n "$(KCP_SOURCE)$(KCP_MAIN_SOURCE)" || { echo "make profile-detector: set KCP_MAIN_SOURCE or KCP_SOURCE to a kcp tree" >&2; exit 1; }
+	$(GO) test -timeout 120m -count=1 -v -run '^TestRealKCPDetectorProfile$$' ./test/e2e/
 
 # The operators' mitigation, stock kcp with --watch-cache=false
 # (docs/watch-cache-off.md): on KCP_SOURCE's builds (KCP_BIN_DIR for
@@ -284,7 +293,7 @@ soak: overlay $(if $(KCP_SOURCE),kcp)
 # `make test-kcp-main` (docs/ci.md has a recorded run). In the suite,
 # test/kcpscripts runs kcp's hack/bump-k8s.sh, with kcp-patches/ and stock,
 # on a copy of each tree given (no network, no build).
-REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$|^TestRealKCPWatchCacheOff$$/^control-with-cache$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$|^TestRealKCPE2EVet$$
+REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPDetectorProfile$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$|^TestRealKCPWatchCacheOff$$/^control-with-cache$$|^TestRealKCPPristine$$|^TestRealKCPPristineDiesUnderLoad$$|^TestRealKCPOwnE2E$$/^pristine$$/^kcp-suite$$|^TestRealKCPE2EVet$$
 # `sharded` builds bin/kcp and bin/kcp-pristine with the other servers, so
 # `kcp` (the same two links again) is not a prerequisite.
 test: phases-reset overlay $(if $(KCP_SOURCE),sharded)
@@ -309,7 +318,7 @@ phases-reset:
 # TestRealKCPE2EVet (kcp's e2e tests vetted after kcp-patches/); not the
 # mitigation's long proof and cost (make test-watch-cache-off).
 test-real-kcp: sharded
-	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
+	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPDetectorProfile$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
 
 # The quick loop before `make test` (CONTRIBUTING.md): the suite with -short
 # and no kcp source, so the live suites that start test shards, kcp or the

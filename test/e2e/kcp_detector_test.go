@@ -182,24 +182,7 @@ func proveDetector(t *testing.T, src string) {
 	})
 	rec.Binaries = buildDetectorVariants(t, root, src, filepath.Join(work, "bin"))
 
-	// kcp's tests, compiled from an unmodified copy of the tree (a fixed
-	// path, so the build cache serves the next run).
-	tree := filepath.Join(work, "src")
-	if err := kcppatches.ApplyToCopy(context.Background(), src, tree, nil); err != nil {
-		t.Fatal(err)
-	}
-	pkgs := detectorPackages()
-	log, err := os.Create(filepath.Join(work, "go-test-c.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	tests, err := kcpe2e.Compile(context.Background(), tree, filepath.Join(work, "tests"), pkgs, log)
-	log.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("go test -c of kcp's %d packages: %s", len(pkgs), time.Since(began).Round(time.Second))
+	tree, tests, pkgs := compileDetectorTests(t, src, work)
 	suite := func(t *testing.T, name, build string, sw detectorSwitch) *detectorRun {
 		r := runDetectorSuite(t, rec.Binaries[build], tree, tests, pkgs, filepath.Join(work, "logs", name), sw)
 		r.Build = build
@@ -256,6 +239,7 @@ func proveDetector(t *testing.T, src string) {
 	t.Run(forkDetector+"/idle", func(t *testing.T) {
 		idle := detectorIdle
 		if v := os.Getenv(EnvDetectorIdle); v != "" {
+			var err error
 			if idle, err = time.ParseDuration(v); err != nil {
 				t.Fatalf("%s=%s: %v", EnvDetectorIdle, v, err)
 			}
@@ -301,6 +285,13 @@ func proveDetector(t *testing.T, src string) {
 // request (staging-patches/pull-requests), in each module it starts in, as
 // `--without` specs: the fix.
 func detectorFixSpecs(t *testing.T, root string) []string {
+	fix, _ := detectorSpecs(t, root)
+	return fix
+}
+
+// detectorSpecs splits the carry at the detector's fork pull request, as
+// `--without` specs: the patches before it (the fix) and its own.
+func detectorSpecs(t *testing.T, root string) (fix, detector []string) {
 	c, err := carryset.Load(root)
 	if err != nil {
 		t.Fatal(err)
@@ -323,42 +314,70 @@ func detectorFixSpecs(t *testing.T, root string) []string {
 	if len(starts) == 0 {
 		t.Fatalf("%s/pull-requests names no detector pull request", c.PatchesDir)
 	}
-	var fix []string
 	for _, m := range c.Modules {
 		start, ok := starts[m.Module]
+		in := false
 		for _, p := range m.Series.Patches {
-			if p.Name == start {
-				break
+			in = in || (ok && p.Name == start)
+			if in {
+				detector = append(detector, m.Module+"/"+p.Name)
+			} else {
+				fix = append(fix, m.Module+"/"+p.Name)
 			}
-			fix = append(fix, m.Module+"/"+p.Name)
 		}
-		if ok && !slices.ContainsFunc(m.Series.Patches, func(p *series.Patch) bool { return p.Name == start }) {
+		if ok && !in {
 			t.Fatalf("the detector pull request starts at %s/%s, which the carry does not have", m.Module, start)
 		}
 	}
-	return fix
+	return fix, detector
+}
+
+// compileDetectorTests compiles kcp's tests (detectorPackages) from an
+// unmodified copy of src under work/src (a fixed path, so the build cache
+// serves the next run).
+func compileDetectorTests(t *testing.T, src, work string) (tree string, tests map[string]string, pkgs []kcpe2e.Package) {
+	t.Helper()
+	tree = filepath.Join(work, "src")
+	if err := kcppatches.ApplyToCopy(context.Background(), src, tree, nil); err != nil {
+		t.Fatal(err)
+	}
+	pkgs = detectorPackages()
+	log, err := os.Create(filepath.Join(work, "go-test-c.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	tests, err = kcpe2e.Compile(context.Background(), tree, filepath.Join(work, "tests"), pkgs, log)
+	log.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("go test -c of kcp's %d packages: %s", len(pkgs), time.Since(began).Round(time.Second))
+	return tree, tests, pkgs
 }
 
 // buildDetectorVariants builds cmd/kcp of src two ways into out.
 func buildDetectorVariants(t *testing.T, root, src, out string) map[string]string {
-	fix := detectorFixSpecs(t, root)
-	bins := map[string]string{}
-	for _, b := range []struct {
-		name    string
-		without []string
-	}{{forkDetector, fix}, {carryDetector, nil}} {
-		began := time.Now()
-		res, err := kcpbuild.Build(context.Background(), kcpbuild.Options{
-			Root: root, KCPSource: src, Commands: []string{"cmd/kcp"}, OutDir: out,
-			Without: b.without, Progress: io.Discard,
-		})
-		if err != nil {
-			t.Fatalf("carry build %s (--without %s): %v", b.name, strings.Join(b.without, " --without "), err)
-		}
-		bins[b.name] = res.Binaries[0]
-		t.Logf("%s: %s (%s, without %v) in %s", b.name, res.Binaries[0], res.GitVersion, res.Without, time.Since(began).Round(time.Second))
+	return map[string]string{
+		forkDetector:  buildKCPWithout(t, root, src, out, forkDetector, detectorFixSpecs(t, root)),
+		carryDetector: buildKCPWithout(t, root, src, out, carryDetector, nil),
 	}
-	return bins
+}
+
+// buildKCPWithout builds cmd/kcp of src into out with the carry less
+// without (`carry build --without`), and returns the binary.
+func buildKCPWithout(t *testing.T, root, src, out, name string, without []string) string {
+	t.Helper()
+	began := time.Now()
+	res, err := kcpbuild.Build(context.Background(), kcpbuild.Options{
+		Root: root, KCPSource: src, Commands: []string{"cmd/kcp"}, OutDir: out,
+		Without: without, Progress: io.Discard,
+	})
+	if err != nil {
+		t.Fatalf("carry build %s (--without %s): %v", name, strings.Join(without, " --without "), err)
+	}
+	t.Logf("%s: %s (%s, without %v) in %s", name, res.Binaries[0], res.GitVersion, res.Without, time.Since(began).Round(time.Second))
+	return res.Binaries[0]
 }
 
 // detectorServerEnv is the environment of kcp, and of kcp's test binaries,
@@ -433,7 +452,24 @@ func startDetectorKCP(t *testing.T, bin, tree, logDir string, sw detectorSwitch)
 // TestRealKCPOwnE2E does, and reads what kcp used and reported.
 func runDetectorSuite(t *testing.T, bin, tree string, tests map[string]string, pkgs []kcpe2e.Package, logDir string, sw detectorSwitch) *detectorRun {
 	t.Helper()
+	return runDetectorSuiteWatched(t, bin, tree, tests, pkgs, logDir, sw, nil)
+}
+
+// runDetectorSuiteWatched is runDetectorSuite with during, when set, run
+// beside kcp's tests from kcp's start until they end (ctx's end), and
+// waited for before kcp is stopped.
+func runDetectorSuiteWatched(t *testing.T, bin, tree string, tests map[string]string, pkgs []kcpe2e.Package, logDir string, sw detectorSwitch, during func(ctx context.Context, s *server.KCP)) *detectorRun {
+	t.Helper()
 	s, watch, began := startDetectorKCP(t, bin, tree, logDir, sw)
+	duringDone := make(chan struct{})
+	duringCtx, endDuring := context.WithCancel(context.Background())
+	defer endDuring()
+	go func() {
+		defer close(duringDone)
+		if during != nil {
+			during(duringCtx, s)
+		}
+	}()
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -477,6 +513,8 @@ func runDetectorSuite(t *testing.T, bin, tree string, tests map[string]string, p
 	}
 	wg.Wait()
 	r.Wall = time.Since(began)
+	endDuring()
+	<-duringDone
 	finishDetectorRun(t, r, s, watch, began)
 	for _, res := range r.Results {
 		for _, tr := range res.Tests {
