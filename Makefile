@@ -23,7 +23,7 @@ export PHASE_LOG := $(CURDIR)/.build/phases.tsv
 # most with the fork in them): a faster link; builds that set -ldflags (kcp's
 # carried servers) keep theirs.
 TEST_GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath -ldflags=-w)
-TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector profile-detector test-watch-cache-off
+TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector profile-detector test-k8s-integration test-watch-cache-off
 $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # cgo off, as kcp's own builds (CGO_ENABLED=0): go.mod requires the versions
 # kcp v0.32.3 requires of every module both compile (TestSharedModulesMatchKCP),
@@ -32,7 +32,7 @@ $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # on for themselves.
 $(TEST_TARGETS): export CGO_ENABLED := 0
 
-.PHONY: test-detector profile-detector test-watch-cache-off test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race test-upstream kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
+.PHONY: test-detector profile-detector test-k8s-integration test-watch-cache-off test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race test-upstream kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -199,6 +199,16 @@ test-detector: overlay
 profile-detector: overlay
 	@test -n "$(KCP_SOURCE)$(KCP_MAIN_SOURCE)" || { echo "make profile-detector: set KCP_MAIN_SOURCE or KCP_SOURCE to a kcp tree" >&2; exit 1; }
 	$(GO) test -timeout 120m -count=1 -v -run '^TestRealKCPDetectorProfile$$' ./test/e2e/
+
+# Kubernetes' own integration tests (k8s.io/kubernetes at the release of
+# upstream-patches/kubernetes/base) with KUBE_CACHE_MUTATION_DETECTOR=true, as
+# its hack/make-rules/test-integration.sh sets it: client-go as released, the
+# cheap client-go, and that with the watch cache's switch too; etcd built from
+# go.etcd.io/etcd/server/v3. KCP_CARRY_K8S_INTEGRATION_PACKAGES (directories
+# under test/integration) and KCP_CARRY_K8S_INTEGRATION_ROUNDS (default 2)
+# choose the runs. About 70 min here cold; records in .build/k8s-integration/.
+test-k8s-integration:
+	KCP_CARRY_K8S_INTEGRATION=1 $(GO) test -timeout 240m -count=1 -v -run '^TestKubernetesIntegrationDetector$$' ./test/kubernetes/
 
 # The operators' mitigation, stock kcp with --watch-cache=false
 # (docs/watch-cache-off.md): on KCP_SOURCE's builds (KCP_BIN_DIR for

@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,10 +87,17 @@ func TestRealKCPDetectorProfile(t *testing.T) {
 		{"both switches", carry, detectorsOn},
 	} {
 		dir := filepath.Join(work, strings.NewReplacer(" ", "-", ",", "", "'", "").Replace(v.name))
+		// kcp's --profiler-address: net/http/pprof on a listener of its
+		// own (its secure port does not serve /debug/pprof/profile).
+		ports, err := server.FreePorts(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		profiler := fmt.Sprintf("127.0.0.1:%d", ports[0])
 		var col *profiles.Collection
 		var colErr error
-		r := runDetectorSuiteWatched(t, v.bin, tree, tests, pkgs, filepath.Join(dir, "logs"), v.sw, func(ctx context.Context, s *server.KCP) {
-			col, colErr = profiles.Collect(ctx, profiles.Options{Get: s.Get, CPUWindow: 10 * time.Second, HeapEvery: 15 * time.Second, Logf: t.Logf})
+		r := runDetectorSuiteWatched(t, v.bin, tree, tests, pkgs, filepath.Join(dir, "logs"), v.sw, []string{"--profiler-address=" + profiler}, func(ctx context.Context) {
+			col, colErr = profiles.Collect(ctx, profiles.Options{Get: httpGetter("http://" + profiler), CPUWindow: 10 * time.Second, HeapEvery: 15 * time.Second, Logf: t.Logf})
 		})
 		t.Logf("%s: %s", v.name, r.summary())
 		expectDetectorClean(t, r)
@@ -99,7 +109,6 @@ func TestRealKCPDetectorProfile(t *testing.T) {
 		}
 		pr := &profileRun{Name: v.name, Run: r, CPUWindows: col.CPUWindows, HeapAt: col.PeakHeapAt}
 		var cpuNanos int64
-		var err error
 		if pr.CPU, cpuNanos, err = profiles.Shares(col.CPU, "cpu", detectorCPUParts); err != nil {
 			t.Fatal(err)
 		}
@@ -125,6 +134,29 @@ func TestRealKCPDetectorProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("profiles in %s:\n%s", work, profileTable(runs))
+}
+
+// httpGetter reads paths of base with a plain GET, as `go tool pprof` does.
+func httpGetter(base string) func(ctx context.Context, path string) ([]byte, error) {
+	return func(ctx context.Context, path string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, bytes.TrimSpace(body))
+		}
+		return body, nil
+	}
 }
 
 func writeProfile(t *testing.T, path string, p *profile.Profile) {

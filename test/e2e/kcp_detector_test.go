@@ -395,11 +395,11 @@ func detectorServerEnv(sw detectorSwitch) []string {
 
 // startDetectorKCP starts kcp for kcp's e2e tests and watches its output for
 // the detector's first report and for its exit.
-func startDetectorKCP(t *testing.T, bin, tree, logDir string, sw detectorSwitch) (s *server.KCP, watch func() (firstReport, died time.Duration), began time.Time) {
+func startDetectorKCP(t *testing.T, bin, tree, logDir string, sw detectorSwitch, args ...string) (s *server.KCP, watch func() (firstReport, died time.Duration), began time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), server.KCPReadyTimeout+time.Minute)
 	defer cancel()
-	s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: tree, Env: detectorServerEnv(sw), Progress: t.Logf})
+	s, err := kcpe2e.StartServer(ctx, kcpe2e.ServerOptions{Binary: bin, RootDir: t.TempDir(), Tree: tree, Env: detectorServerEnv(sw), Args: args, Progress: t.Logf})
 	if err != nil {
 		t.Fatalf("starting kcp: %v", err)
 	}
@@ -452,22 +452,22 @@ func startDetectorKCP(t *testing.T, bin, tree, logDir string, sw detectorSwitch)
 // TestRealKCPOwnE2E does, and reads what kcp used and reported.
 func runDetectorSuite(t *testing.T, bin, tree string, tests map[string]string, pkgs []kcpe2e.Package, logDir string, sw detectorSwitch) *detectorRun {
 	t.Helper()
-	return runDetectorSuiteWatched(t, bin, tree, tests, pkgs, logDir, sw, nil)
+	return runDetectorSuiteWatched(t, bin, tree, tests, pkgs, logDir, sw, nil, nil)
 }
 
-// runDetectorSuiteWatched is runDetectorSuite with during, when set, run
-// beside kcp's tests from kcp's start until they end (ctx's end), and
-// waited for before kcp is stopped.
-func runDetectorSuiteWatched(t *testing.T, bin, tree string, tests map[string]string, pkgs []kcpe2e.Package, logDir string, sw detectorSwitch, during func(ctx context.Context, s *server.KCP)) *detectorRun {
+// runDetectorSuiteWatched is runDetectorSuite with kcp given args, and
+// during, when set, run beside kcp's tests from kcp's start until they end
+// (ctx's end), and waited for before kcp is stopped.
+func runDetectorSuiteWatched(t *testing.T, bin, tree string, tests map[string]string, pkgs []kcpe2e.Package, logDir string, sw detectorSwitch, args []string, during func(ctx context.Context)) *detectorRun {
 	t.Helper()
-	s, watch, began := startDetectorKCP(t, bin, tree, logDir, sw)
+	s, watch, began := startDetectorKCP(t, bin, tree, logDir, sw, args...)
 	duringDone := make(chan struct{})
 	duringCtx, endDuring := context.WithCancel(context.Background())
 	defer endDuring()
 	go func() {
 		defer close(duringDone)
 		if during != nil {
-			during(duringCtx, s)
+			during(duringCtx)
 		}
 	}()
 	if err := os.MkdirAll(logDir, 0o755); err != nil {

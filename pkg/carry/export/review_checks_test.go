@@ -125,7 +125,7 @@ func TestKubernetesTextChecks(t *testing.T) {
 	complains(t, "a text in kcp's template", kubernetesTextProblems("<!-- Thanks -->\n## Summary\n\nSee [the design](docs/design.md) and `UPSTREAM: <carry>: cacher: x`.\n\n## What Type of PR Is This?\n\n/kind feature\n"),
 		"does not follow Kubernetes' template", "has an HTML comment", `links "docs/design.md"`, `names "UPSTREAM:"`, `names "<carry>"`, "does not refer to #118040")
 	good := "#### What type of PR is this?\n\n/kind feature\n\n#### What this PR does / why we need it:\n\nIt checks the watch cache.\n\n" +
-		"#### Which issue(s) this PR fixes:\n\nNone filed; #118040 proposed it.\n\n#### Special notes for your reviewer:\n\n- Off by default.\n\n" +
+		"#### Which issue(s) this PR is related to:\n\nNone filed; #118040 proposed it.\n\n#### Special notes for your reviewer:\n\n- Off by default.\n\n" +
 		"#### Does this PR introduce a user-facing change?\n\n```release-note\nNONE\n```\n\n" +
 		"#### Additional documentation e.g., KEPs (Kubernetes Enhancement Proposals), usage docs, etc.:\n\n```docs\n\n```\n"
 	complains(t, "Kubernetes' template", kubernetesTextProblems(good))

@@ -41,10 +41,11 @@ var (
 	// lists (kind/chore: maintenance such as a CI job).
 	kcpKind = regexp.MustCompile(`\n/kind (bug|chore|cleanup|feature)\n`)
 	// Kubernetes' pull request template (.github/PULL_REQUEST_TEMPLATE.md of
-	// kubernetes/kubernetes): its sections, in order, without its comments.
+	// kubernetes/kubernetes, as in v1.37.2): its sections, in order, without
+	// its comments.
 	kubernetesTemplate = regexp.MustCompile("(?s)^#### What type of PR is this\\?\n\n/kind (bug|cleanup|feature|failing-test|flake|documentation|api-change|deprecation|regression)\n\n" +
 		"#### What this PR does / why we need it:\n\n.+\n\n" +
-		"#### Which issue\\(s\\) this PR fixes:\n\n.+\n\n" +
+		"#### Which issue\\(s\\) this PR is related to:\n\n.+\n\n" +
 		"#### Special notes for your reviewer:\n\n.+\n\n" +
 		"#### Does this PR introduce a user-facing change\\?\n\n```release-note\n.+\n```\n\n" +
 		"#### Additional documentation e\\.g\\., KEPs \\(Kubernetes Enhancement Proposals\\), usage docs, etc\\.:\n\n```docs\n.*```\n$")
@@ -502,7 +503,7 @@ func kcpPatchProblems(patch string) []string {
 func kubernetesTextProblems(text string) []string {
 	var problems []string
 	if !kubernetesTemplate.MatchString(text) {
-		problems = append(problems, "does not follow Kubernetes' template (What type of PR is this? /kind, What this PR does / why we need it:, Which issue(s) this PR fixes:, Special notes for your reviewer:, Does this PR introduce a user-facing change? with a release-note block, Additional documentation ... with a docs block)")
+		problems = append(problems, "does not follow Kubernetes' template (What type of PR is this? /kind, What this PR does / why we need it:, Which issue(s) this PR is related to:, Special notes for your reviewer:, Does this PR introduce a user-facing change? with a release-note block, Additional documentation ... with a docs block)")
 	}
 	problems = append(problems, standAloneProblems(text)...)
 	for _, fork := range []string{"UPSTREAM:", "<carry>", "kcp-dev/kubernetes"} {
