@@ -65,7 +65,10 @@ type packageRun struct {
 	CPU     time.Duration `json:"cpu"`
 	// MaxRSSKiB is the largest resident set of the binary or of a child it
 	// waited for (etcd).
-	MaxRSSKiB int64                 `json:"maxRSSKiB"`
+	MaxRSSKiB int64 `json:"maxRSSKiB"`
+	// Detectors is how many detectors were made (client-go warns once
+	// for each): the watch cache's switch adds one per watch cache.
+	Detectors int                   `json:"detectors"`
 	Reports   server.CacheMutations `json:"reports"`
 	Log       string                `json:"log"`
 }
@@ -76,8 +79,9 @@ type variantRun struct {
 	Runs    []*packageRun `json:"runs"`
 }
 
-func (v *variantRun) totals() (wall, cpu time.Duration, maxRSS int64, failed []string, reports int) {
+func (v *variantRun) totals() (wall, cpu time.Duration, maxRSS int64, failed []string, reports, detectors int) {
 	for _, r := range v.Runs {
+		detectors += r.Detectors
 		wall += r.Wall
 		cpu += r.CPU
 		maxRSS = max(maxRSS, r.MaxRSSKiB)
@@ -122,6 +126,7 @@ func TestKubernetesIntegrationDetector(t *testing.T) {
 		t.Fatal(err)
 	}
 	k8s := kubernetesSource(t, ctx, pr, filepath.Join(work, "kubernetes"))
+	srcRoot := trimpathRoot(t, work, k8s)
 	etcd := buildEtcd(t, k8s, filepath.Join(work, "bin"))
 	t.Logf("etcd: %s", etcd)
 
@@ -148,13 +153,18 @@ func TestKubernetesIntegrationDetector(t *testing.T) {
 		for _, v := range variants {
 			vr := &variantRun{Variant: v.Name, Round: round}
 			for _, p := range pkgs {
-				r := runIntegration(t, ctx, bins[v.Name][p], filepath.Join(k8s, "test", "integration", filepath.FromSlash(p)), filepath.Dir(etcd),
+				r := runIntegration(t, ctx, bins[v.Name][p], filepath.Join(k8s, "test", "integration", filepath.FromSlash(p)), filepath.Dir(etcd), srcRoot,
 					filepath.Join(work, "logs", fmt.Sprintf("%s-%d", slug(v.Name), round), slug(p)+".log"), v)
 				r.Package = p
 				vr.Runs = append(vr.Runs, r)
-				t.Logf("round %d, %s, %s: ok %v, %s wall, %s CPU, max RSS %d MiB, %d report(s)", round, v.Name, p, r.OK, r.Wall.Round(time.Second), r.CPU.Round(time.Second), r.MaxRSSKiB>>10, len(r.Reports.Reports))
+				t.Logf("round %d, %s, %s: ok %v, %s wall, %s CPU, max RSS %d MiB, %d detectors, %d report(s)", round, v.Name, p, r.OK, r.Wall.Round(time.Second), r.CPU.Round(time.Second), r.MaxRSSKiB>>10, r.Detectors, len(r.Reports.Reports))
 				if !r.OK {
 					t.Errorf("%s, %s failed: %s", v.Name, p, r.Log)
+				}
+				// The switch's own check: the watch caches got detectors
+				// the informers' switch alone does not make.
+				if prev := runOf(all, vr, p, false); v.WatchCache && prev != nil && r.Detectors <= prev.Detectors {
+					t.Errorf("%s, %s: %d detectors, no more than %d without the watch cache's switch", v.Name, p, r.Detectors, prev.Detectors)
 				}
 				for _, m := range r.Reports.Reports {
 					t.Errorf("%s, %s: the detector reported %s[%d] %q: now %q, stored %q (%s)", v.Name, p, m.Cache, m.Index, m.Object, m.Now, m.Stored, r.Log)
@@ -163,6 +173,31 @@ func TestKubernetesIntegrationDetector(t *testing.T) {
 			all = append(all, vr)
 		}
 	}
+}
+
+// runOf is package p's run in the round of vr by the last variant before
+// it with the watch cache's switch as watchCache.
+func runOf(all []*variantRun, vr *variantRun, p string, watchCache bool) *packageRun {
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Round != vr.Round || variantNamed(all[i].Variant).WatchCache != watchCache {
+			continue
+		}
+		for _, r := range all[i].Runs {
+			if r.Package == p {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+func variantNamed(name string) variant {
+	for _, v := range variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return variant{}
 }
 
 // kubernetesSource extracts k8s.io/kubernetes at the release of pr's base
@@ -227,6 +262,26 @@ func kubernetesSource(t *testing.T, ctx context.Context, pr *upstreampatches.PR,
 	}
 	t.Logf("%s@%s in %s, staging modules at %s", release.Path, release.Version, dir, staging)
 	return dir
+}
+
+// trimpathRoot makes work/srcroot/k8s.io/kubernetes a link to k8s: the test
+// servers find their package's files from its source path, which -trimpath
+// (every build here has it) makes k8s.io/kubernetes/...; they join it to
+// TEST_SRCDIR and TEST_WORKSPACE, as under Bazel.
+func trimpathRoot(t *testing.T, work, k8s string) string {
+	t.Helper()
+	root := filepath.Join(work, "srcroot")
+	link := filepath.Join(root, "k8s.io", "kubernetes")
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(k8s, link); err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // etcdMain is the etcd the integration framework looks up on PATH:
@@ -337,7 +392,7 @@ func goCmd(t *testing.T, dir, goWork string, args ...string) {
 
 // runIntegration runs one test binary in its package's directory with the
 // switches of v and etcd on PATH, and reads its usage from wait4.
-func runIntegration(t *testing.T, ctx context.Context, bin, pkgDir, etcdDir, logFile string, v variant) *packageRun {
+func runIntegration(t *testing.T, ctx context.Context, bin, pkgDir, etcdDir, srcRoot, logFile string, v variant) *packageRun {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
 		t.Fatal(err)
@@ -350,6 +405,7 @@ func runIntegration(t *testing.T, ctx context.Context, bin, pkgDir, etcdDir, log
 	cmd := exec.CommandContext(ctx, bin, "-test.count=1", "-test.timeout=60m")
 	cmd.Dir = pkgDir
 	cmd.Env = append(os.Environ(), "PATH="+etcdDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, "TEST_SRCDIR="+srcRoot, "TEST_WORKSPACE=.")
 	cmd.Env = append(cmd.Env, server.CacheMutationDetectorEnv(true, v.WatchCache)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	began := time.Now()
@@ -367,8 +423,12 @@ func runIntegration(t *testing.T, ctx context.Context, bin, pkgDir, etcdDir, log
 		t.Fatal(err)
 	}
 	r.Reports = server.ParseCacheMutations(string(out))
+	r.Detectors = strings.Count(string(out), detectorWarning)
 	return r
 }
+
+// detectorWarning is what client-go logs as it makes a detector.
+const detectorWarning = "Mutation detector is enabled, this will result in memory leakage."
 
 func slug(s string) string {
 	return strings.Trim(strings.NewReplacer(" ", "-", ",", "", "'", "", "/", "-").Replace(s), "-")
@@ -379,16 +439,16 @@ func slug(s string) string {
 // rounds (the noise).
 func integrationTable(all []*variantRun) string {
 	var b strings.Builder
-	b.WriteString("| round | variant | wall | CPU | max RSS | × wall | × CPU | × RSS | failed | reports |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| round | variant | wall | CPU | max RSS | × wall | × CPU | × RSS | failed | detectors | reports |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	base := map[int]*variantRun{}
 	for _, vr := range all {
 		if base[vr.Round] == nil {
 			base[vr.Round] = vr
 		}
-		w, c, m, failed, reports := vr.totals()
-		bw, bc, bm, _, _ := base[vr.Round].totals()
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d MiB | %.2f | %.2f | %.2f | %s | %d |\n", vr.Round, vr.Variant,
-			w.Round(time.Second), c.Round(time.Second), m>>10, ratio(float64(w), float64(bw)), ratio(float64(c), float64(bc)), ratio(float64(m), float64(bm)), strings.Join(failed, " "), reports)
+		w, c, m, failed, reports, detectors := vr.totals()
+		bw, bc, bm, _, _, _ := base[vr.Round].totals()
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %d MiB | %.2f | %.2f | %.2f | %s | %d | %d |\n", vr.Round, vr.Variant,
+			w.Round(time.Second), c.Round(time.Second), m>>10, ratio(float64(w), float64(bw)), ratio(float64(c), float64(bc)), ratio(float64(m), float64(bm)), strings.Join(failed, " "), detectors, reports)
 	}
 	return b.String()
 }
