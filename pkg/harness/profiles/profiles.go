@@ -94,11 +94,11 @@ func Collect(ctx context.Context, o Options) (*Collection, error) {
 			continue
 		}
 		c.Heaps++
-		i, err := sampleIndex(p, "inuse_space")
+		_, total, err := Shares(p, "inuse_space", nil)
 		if err != nil {
 			return nil, err
 		}
-		if total := sum(p, i); total > peak {
+		if total > peak {
 			peak, c.PeakHeap, c.PeakHeapAt = total, p, time.Since(began)
 		}
 	}
@@ -206,12 +206,4 @@ func sampleIndex(p *profile.Profile, name string) (int, error) {
 		have = append(have, st.Type)
 	}
 	return 0, fmt.Errorf("profiles: the profile has no %s samples (it has %s)", name, strings.Join(have, ", "))
-}
-
-func sum(p *profile.Profile, i int) int64 {
-	var total int64
-	for _, s := range p.Sample {
-		total += s.Value[i]
-	}
-	return total
 }
