@@ -1,4 +1,5 @@
-// Package markdown quotes text for the markdown reports (PR.md, evidence/README.md).
+// Package markdown quotes text for the markdown reports (PR.md, evidence/README.md)
+// and reads what a markdown page links to and names in code (the docs' checks).
 package markdown
 
 import "strings"
