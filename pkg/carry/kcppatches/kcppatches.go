@@ -1,8 +1,10 @@
 // Package kcppatches is the carry's companion change for kcp itself:
 // kcp-patches/ holds one directory per kcp pull request, named
-// <n>-<name> with n its merge order (1-pin-bump, 2-...), each a series of
-// git format-patch files against kcp's repository in the layout of
-// staging-patches/, cut on kcp main. A pull request whose patches do not
+// <n>-<name> with n its merge order (0-bump-k8s-script, 1-pin-bump, 2-...),
+// each a series of git format-patch files against kcp's repository in the
+// layout of staging-patches/, cut on kcp main. A pull request whose change is
+// what kcp's own script makes (a pin bump: hack/bump-k8s.sh's go.mod and
+// go.sum) has a series that lists no patch, and its place in the order. A pull request whose patches do not
 // apply to a release branch has a backport form there, in a subdirectory
 // named for the branch (3-.../release-0.32/). ApplyToCopy applies them, pull
 // request after pull request, with git am to a scratch copy of a kcp source
@@ -30,7 +32,8 @@ const Dir = "kcp-patches"
 
 // PR is one kcp pull request: the series in kcp-patches/<Name>.
 type PR struct {
-	// Name is the directory's name, <Order>-<what> (1-pin-bump).
+	// Name is the directory's name, <Order>-<what> (1-pin-bump); Order
+	// counts from 0.
 	Name   string
 	Order  int
 	Series *series.Series
@@ -68,8 +71,9 @@ func (pr *PR) Forms() []*series.Series {
 }
 
 var (
-	// prName is a pull request directory's name: its merge order, then words.
-	prName = regexp.MustCompile(`^([1-9][0-9]*)-[a-z0-9]+(-[a-z0-9]+)*$`)
+	// prName is a pull request directory's name: its merge order (0, 1,
+	// ..., without leading zeros), then words.
+	prName = regexp.MustCompile(`^(0|[1-9][0-9]*)-[a-z0-9]+(-[a-z0-9]+)*$`)
 	// backportName is a backport directory's name: kcp's release branch.
 	backportName = regexp.MustCompile(`^release-[0-9]+\.[0-9]+$`)
 )

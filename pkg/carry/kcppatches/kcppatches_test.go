@@ -82,12 +82,12 @@ func prTree(t *testing.T, subject func(string) string, prs ...string) string {
 	return root
 }
 
-// Pull requests load in merge order, by number (10 after 2); anything else
+// Pull requests load in merge order, by number from 0 (10 after 2); anything else
 // in kcp-patches/ and two pull requests with one number are refused, naming
 // the entry.
 func TestLoadOrder(t *testing.T) {
 	same := func(s string) string { return s }
-	prs, err := Load(prTree(t, same, "10-later", "2-race-e2e-target", "1-pin-bump"))
+	prs, err := Load(prTree(t, same, "10-later", "2-race-e2e-target", "1-pin-bump", "0-bump-k8s-script"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +95,10 @@ func TestLoadOrder(t *testing.T) {
 	for _, pr := range prs {
 		got = append(got, fmt.Sprintf("%d %s %d", pr.Order, pr.Name, len(pr.Series.Patches)))
 	}
-	if diff := cmp.Diff([]string{"1 1-pin-bump 1", "2 2-race-e2e-target 1", "10 10-later 1"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"0 0-bump-k8s-script 1", "1 1-pin-bump 1", "2 2-race-e2e-target 1", "10 10-later 1"}, got); diff != "" {
 		t.Errorf("pull requests (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"1-pin-bump/" + testPatch, "2-race-e2e-target/" + testPatch, "10-later/" + testPatch}, Names(prs)); diff != "" {
+	if diff := cmp.Diff([]string{"0-bump-k8s-script/" + testPatch, "1-pin-bump/" + testPatch, "2-race-e2e-target/" + testPatch, "10-later/" + testPatch}, Names(prs)); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
 
@@ -110,6 +110,7 @@ func TestLoadOrder(t *testing.T) {
 		"a patch beside the directories": {[]string{"1-pin-bump"}, testPatch, testPatch + ": want only pull request directories named <merge order>-<name>"},
 		"no merge order":                 {[]string{"pin-bump"}, "", "pin-bump: want only pull request directories"},
 		"one number twice":               {[]string{"1-pin-bump", "1-other"}, "", "two pull requests numbered 1"},
+		"a leading zero":                 {[]string{"01-pin-bump"}, "", "01-pin-bump: want only pull request directories"},
 	} {
 		root := prTree(t, same, c.prs...)
 		if c.extra != "" {
@@ -203,5 +204,43 @@ func TestBackport(t *testing.T) {
 	testfs.Write(t, filepath.Join(root, Dir, "1-fix", "old", "series"), "")
 	if _, err := Load(root); err == nil || !strings.Contains(err.Error(), "want only backport directories named for kcp's release branch") {
 		t.Errorf("a subdirectory that is no release branch: err = %v", err)
+	}
+}
+
+// A pull request whose series lists no patch (a pin bump: its change is
+// what kcp's hack/bump-k8s.sh makes) keeps its place in the merge order and
+// applies as nothing: the copy gets the patches of the others only.
+func TestPullRequestWithoutPatches(t *testing.T) {
+	patch := testfs.Read(t, filepath.Join("testdata", Dir, "1-a-new-test", testPatch))
+	root := t.TempDir()
+	testfs.WriteTree(t, filepath.Join(root, Dir), map[string]string{
+		"1-fix/series":                  testPatch + "\n",
+		"1-fix/" + testPatch:            patch,
+		"2-pin-bump/series":             "# no patch: the change is what hack/bump-k8s.sh makes\n",
+		"3-after-the-bump/series":       testPatch + "\n",
+		"3-after-the-bump/" + testPatch: strings.ReplaceAll(patch, "new_test.go", "later_test.go"),
+	})
+	prs, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"1-fix/" + testPatch, "3-after-the-bump/" + testPatch}, Names(prs)); diff != "" {
+		t.Errorf("Names (-want +got):\n%s", diff)
+	}
+	if len(prs) != 3 || prs[1].Name != "2-pin-bump" || len(prs[1].Series.Patches) != 0 {
+		t.Fatalf("pull requests: %+v", prs)
+	}
+	tree := t.TempDir()
+	testfs.WriteTree(t, tree, map[string]string{"go.mod": "module github.com/kcp-dev/kcp\n"})
+	dst := filepath.Join(t.TempDir(), "copy")
+	forms, err := ApplyToCopyForms(context.Background(), tree, dst, prs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forms) != 3 || forms[1] != prs[1].Series {
+		t.Errorf("forms applied: %v", forms)
+	}
+	if got := strings.Count(gitLog(t, dst), "\n") + 1; got != 3 {
+		t.Errorf("the copy has %d commits, want 3 (the tree's, and one per patch):\n%s", got, gitLog(t, dst))
 	}
 }
