@@ -117,7 +117,11 @@ func TestExportTheCarry(t *testing.T) {
 	// The pin bump, exported without --fork-version and --fork-pr, shows
 	// kcp's script with the version to fill in, and says the fork's pull
 	// request comes first.
-	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR)),
+	bump := kcpPR(res, "pin-bump")
+	if bump == nil {
+		t.Fatalf("no pin bump among the kcp pull requests %+v", res.KCPPRs)
+	}
+	testfs.ContainsAll(t, "the pin bump's PR.md", testfs.Read(t, filepath.Join(out, bump.PR)),
 		"   BRANCH="+ForkVersionPlaceholder+" ./hack/bump-k8s.sh\n",
 		"   grep -c e006560fc76a go.mod go.sum docs/generators/cli-doc/go.mod docs/generators/cli-doc/go.sum staging/src/github.com/kcp-dev/virtual-workspace-framework/go.mod staging/src/github.com/kcp-dev/virtual-workspace-framework/go.sum   # 0 in each\n",
 		"That pull request comes first",

@@ -349,11 +349,14 @@ func TestExportStagingLayout(t *testing.T) {
 }
 
 // TestExportKCPTexts exports kcp pull requests shaped like the
-// repository's (testdata/kcp-patches: a pin bump whose first commit fixes
-// kcp's bump script, the label selector fix) with --fork-pr: the pin bump's
-// text lists the script's fix, the bump and the test in that order and links
-// the fork's pull request, the selector fix's names its test's package, and
-// the review checklist passes.
+// repository's (testdata/kcp-patches: kcp's bump script fixed, the pin bump
+// with its test, the label selector fix, the second pin bump without
+// patches) with --fork-pr: the script's fix has its own text, first; the pin
+// bump's says it comes first, then lists the bump and the test and links the
+// fork's pull request; the selector fix's names its test's package; the
+// second pin bump bumps with kcp's script, or says it is not needed when the
+// first pin bump's fork version holds the detector; and the review checklist
+// passes.
 func TestExportKCPTexts(t *testing.T) {
 	root := stagingFixture(t)
 	if err := os.CopyFS(filepath.Join(root, "kcp-patches"), os.DirFS("testdata/kcp-patches")); err != nil {
@@ -364,28 +367,58 @@ func TestExportKCPTexts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ForkPR != 1234 || len(res.KCPPRs) != 2 || res.KCPPRs[0].Generic || res.KCPPRs[1].Generic {
-		t.Fatalf("result: fork PR %d, kcp pull requests %+v", res.ForkPR, res.KCPPRs)
+	var names []string
+	for _, pr := range res.KCPPRs {
+		names = append(names, fmt.Sprintf("%s %v %d", pr.Name, pr.Generic, len(pr.Patches)))
 	}
-	bump := testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR))
+	if want := []string{"0-bump-k8s-script false 1", "1-pin-bump false 1", "3-clustercachedresource-selector-race false 1", "7-detector-pin-bump false 0"}; res.ForkPR != 1234 || !slices.Equal(names, want) {
+		t.Fatalf("result: fork PR %d, kcp pull requests %q, want %q", res.ForkPR, names, want)
+	}
+	testfs.ContainsAll(t, "the script's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[0].PR)),
+		"`hack/bump-k8s.sh` moves kcp's pin of `github.com/kcp-dev/kubernetes`, but only 1 of its replaces.",
+		"grep -c '=> github.com/kcp-dev/kubernetes' go.mod   # 34 fork replaces\n",
+		"grep -c aaaaaaaaaaaa go.mod go.sum docs/generators/cli-doc/go.mod",
+		"\n/kind bug\n", "```release-note\nNONE\n```",
+	)
+	bump := testfs.Read(t, filepath.Join(out, res.KCPPRs[1].PR))
 	testfs.ContainsAll(t, "the pin bump's PR.md", bump,
 		"The fork fixes it in kcp-dev/kubernetes#1234, on kcp-1.36.0, merged as v0.0.0-20261201120000-0123456789ab. That pull request comes first",
-		"\n1. `hack/bump-k8s.sh: move every fork replace of the three go.mod files`: `hack/bump-k8s.sh` rewrote, with `sed`, only the version of the `k8s.io/kubernetes` replace, 1 of the 34 fork replaces in go.mod",
-		"\n1. The bump: the go.mod and go.sum changes the fixed script makes",
+		"The pull request `hack/bump-k8s.sh: move every fork replace of the three go.mod files` comes first too",
+		"\n1. The bump: the go.mod and go.sum changes the script makes",
 		"   BRANCH=v0.0.0-20261201120000-0123456789ab ./hack/bump-k8s.sh\n",
 		"\n1. `e2e: a new test`: extends `TestBuiltInCrossLogicalClusterListPartialObjectMetadata` (`test/e2e/conformance/new_test.go`)",
 		"make test-e2e WHAT=./test/e2e/conformance/ TEST_ARGS='-run ^TestBuiltInCrossLogicalClusterListPartialObjectMetadata$$'",
 		"`/cherry-pick release-0.32` and `/cherry-pick release-0.33`",
 	)
-	if i, j := strings.Index(bump, "`hack/bump-k8s.sh: move"), strings.Index(bump, "`e2e: a new test`"); i < 0 || j < i {
-		t.Errorf("the script's fix is not the first commit of the pin bump's text:\n%s", bump)
+	if i, j := strings.Index(bump, "1. The bump:"), strings.Index(bump, "`e2e: a new test`"); i < 0 || j < i {
+		t.Errorf("the bump is not the first commit of the pin bump's text:\n%s", bump)
 	}
-	testfs.ContainsAll(t, "the selector fix's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[1].PR)),
+	testfs.ContainsAll(t, "the selector fix's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[2].PR)),
 		"- `replication: guard the label selector with a lock` (`pkg/reconciler/cache/clustercachedresources/replication/replication_controller.go`, `pkg/reconciler/cache/clustercachedresources/replication/replication_controller_test.go`)\n",
 		"go test -race -run TestSetLabelSelectorConcurrentWithReconcile ./pkg/reconciler/cache/clustercachedresources/replication/\n",
 		"\n/kind bug\n",
 	)
+	testfs.ContainsAll(t, "the second pin bump's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[3].PR)),
+		"after kcp-dev/kubernetes#1234, so it comes after the first pin bump, to v0.0.0-20261201120000-0123456789ab, which fixes #4551.",
+		"BRANCH=v0.0.0-<date>-<commit> ./hack/bump-k8s.sh   # the fork commit that merged the detector's pull request\n",
+	)
 	reviewChecklist(t, out, res, false)
+
+	// The first pin bump's fork version holds the detector: the second is
+	// not needed, and says so.
+	testfs.Write(t, filepath.Join(root, "staging-patches", ForkPRsFile), "detector example.com/aserver/0002-UPSTREAM-carry-handlers-edit-serve.patch\n")
+	merged := filepath.Join(t.TempDir(), "merged")
+	res, err = Run(context.Background(), Options{Author: submitter, BaseBranch: testBranch, Root: root, OutDir: merged, NoVerify: true, ForkPR: 1234,
+		ForkVersion: "v0.0.0-20261201120000-0123456789ab", ForkVersionIncludes: []string{"detector"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := testfs.Read(t, filepath.Join(merged, res.KCPPRs[3].PR))
+	testfs.ContainsAll(t, "the second pin bump's PR.md", second, "Not needed: the pin bump for #4551 pinned v0.0.0-20261201120000-0123456789ab")
+	if strings.Contains(second, "./hack/bump-k8s.sh") {
+		t.Errorf("the second pin bump, not needed, still bumps:\n%s", second)
+	}
+	reviewChecklist(t, merged, res, false)
 }
 
 // TestCompareWithOverlayFails is the positive control of the tree

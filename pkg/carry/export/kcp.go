@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,11 @@ type KCPPRResult struct {
 	// Backports are its forms for kcp release branches its patches do not
 	// apply to, each in <Dir>/<branch>/.
 	Backports []KCPBackportResult `json:"backports,omitempty"`
+	// Earlier are the kcp pull requests that merge before it, by the name
+	// of their kcp-patches/ directory without the number (bump-k8s-script):
+	// the subject of their first patch, or, for one without patches (a pin
+	// bump of kcp's script), that name. Its text names those it needs.
+	Earlier map[string]string `json:"-"`
 }
 
 // KCPBackportResult is a kcp pull request's form for a release branch.
@@ -93,9 +99,15 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 		progress("carry export: %s (%s) applies with git am to %s", kcppatches.Dir, strings.Join(names, ", "), tree)
 	}
 	var out []KCPPRResult
+	earlier := map[string]string{}
 	for _, pr := range prs {
 		dir := filepath.ToSlash(filepath.Join(KCPDir, pr.Name))
-		r := KCPPRResult{Dir: dir, Name: pr.Name, PR: dir + "/" + PRFile}
+		r := KCPPRResult{Dir: dir, Name: pr.Name, PR: dir + "/" + PRFile, Earlier: maps.Clone(earlier)}
+		name := strings.SplitN(pr.Name, "-", 2)[1]
+		earlier[name] = name
+		if len(pr.Series.Patches) > 0 {
+			earlier[name] = pr.Series.Patches[0].Header.Title
+		}
 		if r.Patches, err = writeSeries(tmp, dir, pr.Series, appliesTo[pr.Series], who, signoff); err != nil {
 			return nil, err
 		}

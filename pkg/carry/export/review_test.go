@@ -165,12 +165,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 		}
 	}
 
-	var bump *KCPPRResult
-	for i, pr := range res.KCPPRs {
-		if strings.HasSuffix(pr.Name, "-pin-bump") {
-			bump = &res.KCPPRs[i]
-		}
-	}
+	bump := kcpPR(res, "pin-bump")
 	if bump == nil {
 		t.Fatalf("no pin-bump pull request among %+v", res.KCPPRs)
 	}
@@ -186,10 +181,8 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	if merged := slices.Contains(res.ForkVersionIncludes, "detector"); merged != strings.Contains(kcp, "KUBE_WATCHCACHE_MUTATION_DETECTOR") {
 		t.Errorf("%s: the fork version holds the detector: %v, but the text says what it brings: %v", bump.PR, merged, !merged)
 	}
-	// The repository's pin bump fixes kcp's script first: the text's first
-	// commit, without which the script moves 1 replace of 34.
-	if theCarry(t, res, bump.Name) && len(bump.Touching(KCPBumpScript)) == 0 {
-		t.Errorf("kcp-patches/%s has no patch that changes %s: its text's first commit fixes that script", bump.Name, KCPBumpScript)
+	for _, p := range kcpOrderProblems(t, res, func(rel string) string { return readOut(t, out, rel) }) {
+		t.Error(p)
 	}
 	// Every kcp pull request: its own text in kcp's template, a kind, a
 	// release note or NONE, no note naming a tool kcp does not ship, and
