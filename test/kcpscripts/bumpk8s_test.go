@@ -107,7 +107,7 @@ func TestBumpK8sMovesEveryForkReplace(t *testing.T) {
 				if err != nil {
 					t.Fatalf("BRANCH=%s hack/bump-k8s.sh: %v\n%s", bumpTo, err, tail(out))
 				}
-				if problems := checkBump(before, readGoMods(t, tree)); len(problems) > 0 {
+				if problems := checkBump(before, readGoMods(t, tree), bumpStamp); len(problems) > 0 {
 					t.Errorf("BRANCH=%s hack/bump-k8s.sh:\n%s", bumpTo, strings.Join(problems, "\n"))
 				}
 				if other := changedFiles(ctx, t, tree, true); len(other) > 0 {
@@ -126,37 +126,50 @@ func TestBumpK8sMovesEveryForkReplace(t *testing.T) {
 			// runs of the script, the contributor's fork first and then
 			// kcp-dev's, with nothing between them, end where one run to
 			// kcp-dev's commit ends; the guide's check finds none of the
-			// contributor's replaces left.
-			t.Run("patched, the rebasing guide's two runs", func(t *testing.T) {
-				tree := scratchTree(ctx, t, src, prs)
-				before := readGoMods(t, tree)
-				steps := guideSteps(t, tree)
-				out, err := runGuideStep(ctx, t, tree, steps.first, contributorFork)
-				if err != nil {
-					t.Fatalf("the guide's first run, %s: %v\n%s", steps.first, err, tail(out))
-				}
-				if problems := checkMoved(before, readGoMods(t, tree), "github.com/"+contributor+"/kubernetes", contributorStamp); len(problems) > 0 {
-					t.Fatalf("the guide's first run, %s, did not move every fork replace to the contributor's fork:\n%s", steps.first, strings.Join(problems, "\n"))
-				}
-				out, err = runGuideStep(ctx, t, tree, steps.second, bumpTo)
-				if err != nil {
-					t.Fatalf("the guide's second run, %s, right after the first: %v\n%s", steps.second, err, tail(out))
-				}
-				after := readGoMods(t, tree)
-				if problems := checkBump(before, after); len(problems) > 0 {
-					t.Errorf("the guide's two runs do not end where one run to %s does:\n%s", bumpStamp, strings.Join(problems, "\n"))
-				}
-				check := strings.ReplaceAll(steps.check, guideUser, contributor)
-				out, _ = bashIn(ctx, t, tree, check)
-				var counts []string
-				for line := range strings.Lines(out) {
-					counts = append(counts, strings.TrimSpace(line))
-				}
-				if len(counts) != 2*len(goModules) || slices.ContainsFunc(counts, func(c string) bool { return !strings.HasSuffix(c, ":0") }) {
-					t.Errorf("the guide's check, %s, after its two runs: want 0 in each of %d files, got:\n%s", check, 2*len(goModules), out)
-				}
-				t.Logf("%s, patched: the guide's runs %q then %q moved every fork replace to github.com/%s/kubernetes at %s and back to %s at %s, and its check counts %s", src, steps.first, steps.second, contributor, contributorStamp, forkRepo, bumpStamp, strings.Join(counts, " "))
-			})
+			// contributor's replaces left. In both forms BRANCH takes: the
+			// fork commits' pseudo-versions (as kcp's pin bump gives it), and
+			// the guide's own branches, which the script resolves with go list
+			// from local git repositories that stand in for the two forks.
+			for _, form := range []string{"pseudo-versions", "branches"} {
+				t.Run("patched, the rebasing guide's two runs, "+form, func(t *testing.T) {
+					tree := scratchTree(ctx, t, src, prs)
+					before := readGoMods(t, tree)
+					steps := guideSteps(t, tree)
+					first, second, env := contributorFork, bumpTo, []string(nil)
+					firstStamp, secondStamp := contributorStamp, bumpStamp
+					if form == "branches" {
+						first, second = "", ""
+						var forks localForks
+						forks, env = serveGuideBranches(ctx, t, steps)
+						firstStamp, secondStamp = forks.stamp("github.com/"+contributor+"/kubernetes"), forks.stamp(forkRepo)
+					}
+					out, err := runGuideStep(ctx, t, tree, steps.first, first, env...)
+					if err != nil {
+						t.Fatalf("the guide's first run, %s: %v\n%s", steps.first, err, tail(out))
+					}
+					if problems := checkMoved(before, readGoMods(t, tree), "github.com/"+contributor+"/kubernetes", firstStamp); len(problems) > 0 {
+						t.Fatalf("the guide's first run, %s, did not move every fork replace to the contributor's fork at %s:\n%s", steps.first, firstStamp, strings.Join(problems, "\n"))
+					}
+					out, err = runGuideStep(ctx, t, tree, steps.second, second, env...)
+					if err != nil {
+						t.Fatalf("the guide's second run, %s, right after the first: %v\n%s", steps.second, err, tail(out))
+					}
+					after := readGoMods(t, tree)
+					if problems := checkBump(before, after, secondStamp); len(problems) > 0 {
+						t.Errorf("the guide's two runs do not end where one run to %s does:\n%s", secondStamp, strings.Join(problems, "\n"))
+					}
+					check := strings.ReplaceAll(steps.check, guideUser, contributor)
+					out, _ = bashIn(ctx, t, tree, check)
+					var counts []string
+					for line := range strings.Lines(out) {
+						counts = append(counts, strings.TrimSpace(line))
+					}
+					if len(counts) != 2*len(goModules) || slices.ContainsFunc(counts, func(c string) bool { return !strings.HasSuffix(c, ":0") }) {
+						t.Errorf("the guide's check, %s, after its two runs: want 0 in each of %d files, got:\n%s", check, 2*len(goModules), out)
+					}
+					t.Logf("%s, patched, %s: the guide's runs %q then %q moved every fork replace to github.com/%s/kubernetes at %s and back to %s at %s, and its check counts %s", src, form, steps.first, steps.second, contributor, firstStamp, forkRepo, secondStamp, strings.Join(counts, " "))
+				})
+			}
 
 			// The positive control: the script as kcp ships it moves
 			// k8s.io/kubernetes alone, by its whole version string, and
@@ -166,7 +179,7 @@ func TestBumpK8sMovesEveryForkReplace(t *testing.T) {
 				before := readGoMods(t, tree)
 				out, err := bumpK8s(ctx, t, tree, bumpTo)
 				after := readGoMods(t, tree)
-				problems := checkBump(before, after)
+				problems := checkBump(before, after, bumpStamp)
 				if len(problems) == 0 {
 					t.Fatalf("positive control: kcp's stock hack/bump-k8s.sh passed the check (exit %v)\n%s", err, tail(out))
 				}
@@ -239,8 +252,8 @@ func bumpK8s(ctx context.Context, t *testing.T, tree, branch string) (string, er
 
 // bashIn runs the command line cmd with bash in tree's root, as bumpK8s
 // runs the script: GITHUB_USER and GITHUB_REPO unset, the network off and
-// `go mod tidy` skipped.
-func bashIn(ctx context.Context, t *testing.T, tree, cmdline string) (string, error) {
+// `go mod tidy` skipped; extraEnv is added to its environment.
+func bashIn(ctx context.Context, t *testing.T, tree, cmdline string, extraEnv ...string) (string, error) {
 	t.Helper()
 	realGo, err := exec.LookPath("go")
 	if err != nil {
@@ -270,6 +283,7 @@ exec '%s' "$@"
 	}
 	cmd.Env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"GOPROXY=off", "GOFLAGS=-mod=mod", "GOWORK=off", "GOTOOLCHAIN=local")
+	cmd.Env = append(cmd.Env, extraEnv...) // the later of two settings wins
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -290,11 +304,11 @@ func expectRefused(t *testing.T, tree, branch, out string, err error, want strin
 	}
 }
 
-// checkBump compares kcp's go.mod files before and after a bump to
-// bumpStamp, and says what is wrong: a go.mod still naming pinnedRev, a fork
-// replace not at bumpStamp, or a changed line other than a fork replace's
+// checkBump compares kcp's go.mod files before and after a bump to the fork
+// commit stamp want, and says what is wrong: a go.mod still naming pinnedRev,
+// a fork replace not at want, or a changed line other than a fork replace's
 // version (with its prefix kept and its path unchanged).
-func checkBump(before, after map[string]string) []string {
+func checkBump(before, after map[string]string, want string) []string {
 	var problems []string
 	for _, m := range goModules {
 		if n := strings.Count(after[m], pinnedRev); n > 0 {
@@ -306,17 +320,17 @@ func checkBump(before, after map[string]string) []string {
 			continue
 		}
 		for _, r := range bumped.Replace {
-			if isFork(r.New.Path) && !strings.HasSuffix(r.New.Version, bumpStamp) {
-				problems = append(problems, fmt.Sprintf("%s: %s => %s %s: not at %s", m, r.Old.Path, r.New.Path, r.New.Version, bumpStamp))
+			if isFork(r.New.Path) && !strings.HasSuffix(r.New.Version, want) {
+				problems = append(problems, fmt.Sprintf("%s: %s => %s %s: not at %s", m, r.Old.Path, r.New.Path, r.New.Version, want))
 			}
 		}
 		// The line of each fork replace, as the bump must leave it.
-		want := map[int]string{}
+		lines := map[int]string{}
 		oldLines := strings.Split(before[m], "\n")
 		for _, r := range old.Replace {
 			if isFork(r.New.Path) {
 				n := r.Syntax.Start.Line
-				want[n] = strings.Replace(oldLines[n-1], r.New.Version, stamp.ReplaceAllString(r.New.Version, bumpStamp), 1)
+				lines[n] = strings.Replace(oldLines[n-1], r.New.Version, stamp.ReplaceAllString(r.New.Version, want), 1)
 			}
 		}
 		newLines := strings.Split(after[m], "\n")
@@ -325,7 +339,7 @@ func checkBump(before, after map[string]string) []string {
 			continue
 		}
 		for i, line := range newLines {
-			if w, fork := want[i+1]; fork && line != w {
+			if w, fork := lines[i+1]; fork && line != w {
 				problems = append(problems, fmt.Sprintf("%s:%d: %q, want %q", m, i+1, strings.TrimSpace(line), strings.TrimSpace(w)))
 			} else if !fork && line != oldLines[i] {
 				problems = append(problems, fmt.Sprintf("%s:%d: changed, and it is no fork replace: %q, was %q", m, i+1, strings.TrimSpace(line), strings.TrimSpace(oldLines[i])))
@@ -498,14 +512,75 @@ func guideSteps(t *testing.T, tree string) rebasingGuide {
 	return g
 }
 
-// runGuideStep runs one of the guide's command lines in tree, with BRANCH
-// the fork commit version (the guide's branches need the network) and the
-// guide's placeholder user the contributor.
-func runGuideStep(ctx context.Context, t *testing.T, tree, step, version string) (string, error) {
+// runGuideStep runs one of the guide's command lines in tree, with the
+// guide's placeholder user the contributor, and BRANCH the fork commit
+// version, or, with version "", the guide's own branch; env is added to the
+// script's environment (serveGuideBranches').
+func runGuideStep(ctx context.Context, t *testing.T, tree, step, version string, env ...string) (string, error) {
 	t.Helper()
 	line := strings.ReplaceAll(step, "GITHUB_USER="+guideUser, "GITHUB_USER="+contributor)
-	line = branchVar.ReplaceAllLiteralString(line, "BRANCH="+version)
-	return bashIn(ctx, t, tree, line)
+	if version != "" {
+		line = branchVar.ReplaceAllLiteralString(line, "BRANCH="+version)
+	}
+	return bashIn(ctx, t, tree, line, env...)
+}
+
+// localForks are the local git repositories that stand in for forks of
+// Kubernetes on GitHub, by module path (github.com/<user>/kubernetes), and
+// the stamp (<YYYYMMDDhhmmss>-<12 hex>) of the commit each one's branch
+// names.
+type localForks map[string]string
+
+func (f localForks) stamp(repo string) string { return f[repo] }
+
+// serveGuideBranches makes the branches the guide's two runs name resolvable
+// without the network: a bare git repository per fork (the contributor's,
+// github.com/<contributor>/kubernetes, and kcp-dev's), each with the branch
+// its run names at one commit of a go.mod like the fork's (module
+// k8s.io/kubernetes), dated apart; and the environment that sends git there
+// (url.<dir>.insteadOf in a git config of its own, every other https:// to
+// a directory that does not exist) with a module cache of the test's. It
+// returns the stamps go's pseudo-versions of those commits end with.
+func serveGuideBranches(ctx context.Context, t *testing.T, steps rebasingGuide) (localForks, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	forks := localForks{}
+	config := "[url \"file://" + filepath.Join(dir, "no-network") + "/\"]\n\tinsteadOf = https://\n"
+	for i, run := range []struct{ step, repo, date string }{
+		{steps.first, "github.com/" + contributor + "/kubernetes", "2026-06-15T12:00:00Z"},
+		{steps.second, forkRepo, "2026-07-01T12:00:00Z"},
+	} {
+		m := branchVar.FindString(run.step)
+		branch := strings.TrimPrefix(m, "BRANCH=")
+		if branch == "" || strings.HasPrefix(branch, "v") {
+			t.Fatalf("the guide's run %q names no branch", run.step)
+		}
+		work, bare := filepath.Join(dir, fmt.Sprintf("work-%d", i)), filepath.Join(dir, fmt.Sprintf("fork-%d.git", i))
+		testfs.Write(t, filepath.Join(work, "go.mod"), "module k8s.io/kubernetes\n\ngo 1.24\n")
+		repo := gitexec.Repo{Dir: work, Env: []string{"GIT_AUTHOR_DATE=" + run.date, "GIT_COMMITTER_DATE=" + run.date,
+			"GIT_AUTHOR_NAME=rebaser", "GIT_AUTHOR_EMAIL=rebaser@localhost", "GIT_COMMITTER_NAME=rebaser", "GIT_COMMITTER_EMAIL=rebaser@localhost"}}
+		for _, args := range [][]string{{"init", "-q"}, {"add", "go.mod"}, {"commit", "-q", "-m", "the rebase"}, {"init", "-q", "--bare", bare}, {"push", "-q", bare, "HEAD:refs/heads/" + branch}} {
+			if _, err := repo.Run(ctx, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rev, err := repo.Run(ctx, "rev-parse", "HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		when, err := time.Parse(time.RFC3339, run.date)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forks[run.repo] = when.UTC().Format("20060102150405") + "-" + strings.TrimSpace(string(rev))[:12]
+		config += "[url \"file://" + bare + "\"]\n\tinsteadOf = https://" + run.repo + "\n"
+	}
+	testfs.Write(t, filepath.Join(dir, "gitconfig"), config)
+	return forks, []string{
+		"GIT_CONFIG_GLOBAL=" + filepath.Join(dir, "gitconfig"), "GIT_CONFIG_NOSYSTEM=1",
+		"GOMODCACHE=" + filepath.Join(dir, "modcache"), "GOFLAGS=-mod=mod -modcacherw",
+		"GOPRIVATE=github.com", "GONOSUMDB=github.com", "GOSUMDB=off",
+	}
 }
 
 // checkMoved says which fork replace of before is not, in after, at the
