@@ -103,13 +103,14 @@ test-race: kcp-race
 	$(GO) test $(GO_TEST_FLAGS) -run '^TestUpstreamTestsPassWithAndFailWithout$$' ./pkg/carry/upstreampatches/
 
 # The Kubernetes pull requests' tests (upstream-patches/kubernetes) on
-# upstream's client-go and k8s.io/apiserver v0.37.2 in one workspace, without
-# -race: they pass with the series and fail without it. `make test` only
-# applies the series (TestSeriesAppliesUpstream): the workspace builds the
-# apiserver's cacher tests against the patched client-go, which nothing else
-# shares (about 9 min cold, docs/ci.md); `make test-race` runs it with -race.
+# upstream's client-go and k8s.io/apiserver v0.37.2 in one workspace, under
+# -race as Kubernetes' unit jobs run them (KUBE_RACE=-race): they pass with
+# the series and fail without it. `make test` only applies the series
+# (TestSeriesAppliesUpstream): the workspace builds the apiserver's cacher
+# tests against the patched client-go, which nothing else shares (about 9 min
+# cold without -race, docs/ci.md).
 test-upstream:
-	KCP_CARRY_UPSTREAM_NORACE=1 $(GO) test $(GO_TEST_FLAGS) -v -run '^TestUpstreamTestsPassWithAndFailWithout$$' ./pkg/carry/upstreampatches/
+	$(GO) test $(GO_TEST_FLAGS) -v -run '^TestUpstreamTestsPassWithAndFailWithout$$' ./pkg/carry/upstreampatches/
 
 # The live tests on the patched test shard: under -race here, without it in
 # `make test`, where the -race build of the fork would be the one compile the
@@ -308,7 +309,7 @@ REAL_KCP_SKIP := ^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPD
 # `kcp` (the same two links again) is not a prerequisite.
 test: phases-reset overlay $(if $(KCP_SOURCE),sharded)
 	$(PHASE) "vet" $(GO) vet ./...
-	$(PHASE) "suite" env KCP_CARRY_SHARD_RACE=0 KCP_CARRY_VERIFY_NORACE=1 $(GO) test $(GO_TEST_FLAGS) -vet=off -skip '^TestRealKCP|^TestSharded|^TestUpstreamTestsPassWithAndFailWithout$$' ./...
+	$(PHASE) "suite" env KCP_CARRY_SHARD_RACE=0 $(GO) test $(GO_TEST_FLAGS) -vet=off -skip '^TestRealKCP|^TestSharded|^TestUpstreamTestsPassWithAndFailWithout$$' ./...
 	$(PHASE) "real kcp $(if $(KCP_SOURCE),$(notdir $(KCP_SOURCE))): TestRealKCP*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestRealKCP' -skip '$(REAL_KCP_SKIP)' ./test/e2e/
 ifneq ($(KCP_SOURCE),)
 	$(PHASE) "sharded kcp $(notdir $(KCP_SOURCE)): TestSharded*" $(GO) test $(GO_TEST_FLAGS) -vet=off -v -run '^TestSharded' -skip '^TestShardedWatchCacheOff$$' ./test/sharded/
