@@ -14,6 +14,11 @@ import (
 	"github.com/kcp-carry/kcp-carry/pkg/util/reporoot"
 )
 
+// fixedCarry is the fork's carry that both fix commits fix: the commit
+// that added the write into the cached objects' maps, as kcp-dev/kcp#4551
+// names it (daae13cf0397 on the fork's kcp-1.37.0).
+const fixedCarry = "UPSTREAM: <carry>: endpoints: set kcp.io/original-api-version on wildcard partial metadata requests"
+
 // TestExportTheCarry exports this repository's carry and checks, outside
 // the export code, that the series applied with plain `git am` to the
 // pristine fork modules (the go.sum-verified zips at their fork paths)
@@ -111,9 +116,18 @@ func TestExportTheCarry(t *testing.T) {
 		t.Errorf("the fix changes upstream files: %s", got)
 	}
 	testfs.ContainsAll(t, "PR.md", testfs.Read(t, res.PR),
-		"That one line of `response_test.go` is needed because",
+		"which left `response_test.go` behind when it gave `asPartialObjectMetadataList` a context: hence the first commit's line there.",
 		"git checkout HEAD~1 && git checkout HEAD@{1} -- staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response_kcp_test.go",
+		"Both commits fix the carry `"+fixedCarry+"`",
+		"names the carry's commit on `kcp-1.37.0`, `daae13cf0397`",
 	)
+	// Each fix commit names the carry it fixes by its subject, as
+	// kcp-dev/kcp#4551 names it, not by what it added.
+	for _, p := range res.Patches {
+		if body := strings.Join(strings.Fields(testfs.Read(t, filepath.Join(out, p.File))), " "); !strings.Contains(body, `carry "`+fixedCarry+`"`) {
+			t.Errorf("%s does not name the carry it fixes, %q", p.File, fixedCarry)
+		}
+	}
 	// The pin bump, exported without --fork-version and --fork-pr, shows
 	// kcp's script with the version to fill in, and says the fork's pull
 	// request comes first.

@@ -296,9 +296,8 @@ func TestExportStagingLayout(t *testing.T) {
 	}
 
 	testfs.ContainsAll(t, "PR.md", testfs.Read(t, res.PR),
-		"- `UPSTREAM: <carry>: meta: own the maps` (`meta.go`, `meta_test.go`)\n",
 		"git checkout HEAD~1 && git checkout HEAD@{1} -- staging/src/example.com/aserver/handlers/new_test.go",
-		"the one commit on kcp-1.36.0 serves all three.",
+		"pin aaaaaaaaaaaa (`grep aaaaaaaaaaaa go.mod`), on kcp-1.36.0; kcp-dev/kcp#4551 reports that v0.33.1 does too.\n",
 	)
 	// One directory per kcp pull request, in merge order; the pin bump's
 	// text from its template, the other's from its commit message.
@@ -501,7 +500,7 @@ func TestExportForkRoot(t *testing.T) {
 	if got := testfs.Read(t, filepath.Join(out, res.Patches[1].File)); !strings.Contains(got, "diff --git a/cmd/main.go b/cmd/main.go\n") {
 		t.Errorf("fork root patch:\n%s", got)
 	}
-	if !strings.Contains(testfs.Read(t, res.PR), "the one commit on "+testBranch+" serves") {
+	if !strings.Contains(testfs.Read(t, res.PR), "`), on "+testBranch+"; kcp-dev/kcp#4551") {
 		t.Errorf("PR.md does not name the branch")
 	}
 	compareWithOverlay(t, root, out, res, map[string]string{"example.com/kube": "", "example.com/lib": "staging/src/example.com/lib"})

@@ -93,7 +93,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	}
 
 	fork := readOut(t, out, PRFile)
-	checkPRText(t, PRFile, fork, verified)
+	checkForkText(t, PRFile, fork, verified)
 	checkKCPText(t, PRFile, fork)
 	for _, p := range res.Patches {
 		checkForkMessage(t, out, p.File, fork)
@@ -119,7 +119,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 	// its last subject, and merging after the fix's, which it says.
 	for _, pr := range res.ForkPRs {
 		text := readOut(t, out, pr.PR)
-		checkPRText(t, pr.PR, text, verified)
+		checkLaterForkText(t, pr.PR, text, verified)
 		checkKCPText(t, pr.PR, text)
 		for _, p := range pr.Patches {
 			checkForkMessage(t, out, p.File, text)
@@ -146,6 +146,7 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 			t.Errorf("%s: does not say that it merges after the fix's pull request (%s)", pr.PR, after)
 		}
 	}
+	checkTextSet(t, out)
 	comment := readOut(t, out, CommentFile)
 	for _, p := range commentProblems(comment) {
 		t.Errorf("%s: %s", CommentFile, p)
