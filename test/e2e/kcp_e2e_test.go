@@ -162,10 +162,18 @@ func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The first pull request carries the regression test; the later ones
-	// change kcp's own packages (the informer fix), which kcp's e2e test
-	// binaries would then compile apart from the stock build's.
-	patches := prs[:1]
+	// The pin bump carries the regression test, and those before it only
+	// kcp's scripts; the later ones change kcp's own packages (the informer
+	// fix), which kcp's e2e test binaries would then compile apart from the
+	// stock build's.
+	bump := slices.IndexFunc(prs, func(pr *kcppatches.PR) bool {
+		_, name, _ := strings.Cut(pr.Name, "-")
+		return name == pinBumpPR
+	})
+	if bump < 0 {
+		t.Fatalf("no kcp-patches/<n>-%s among %q", pinBumpPR, kcppatches.Names(prs))
+	}
+	patches := prs[:bump+1]
 	work := filepath.Join(root, ".build", "kcp-e2e", filepath.Base(filepath.Clean(src)))
 	tree := filepath.Join(work, "src")
 	began := time.Now()
@@ -175,7 +183,7 @@ func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 	t.Logf("%s: applied %s with git am to a copy, %s, in %s", src, strings.Join(kcppatches.Names(patches), ", "), tree, time.Since(began).Round(time.Millisecond))
 	// The e2e tests of later pull requests that run here, only their files
 	// under test/e2e/: kcp's own code stays the tree's, the code under test.
-	for _, pr := range prs[1:] {
+	for _, pr := range prs[bump+1:] {
 		if !slices.ContainsFunc(e2eTestPRs, func(name string) bool { return strings.HasSuffix(pr.Name, "-"+name) }) {
 			continue
 		}
@@ -192,6 +200,10 @@ func prepareKCPE2E(t *testing.T, src string) *kcpTestBinaries {
 // TestRealKCPOwnE2E runs (kcpe2e.WatchCachesApart, IdentityIsolation), by
 // name.
 var e2eTestPRs = []string{"partial-metadata-watch-caches", identityFixPR}
+
+// pinBumpPR is the kcp-patches/<n>-<name> that bumps kcp's fork pin with the
+// regression test.
+const pinBumpPR = "pin-bump"
 
 // kcpTestBinaries compiles packages' tests (kcpe2e.Compile, its output in
 // dir/go-test-c-<names>.log: the go command's download lines would flood the
