@@ -53,8 +53,8 @@ type variant struct {
 
 var variants = []variant{
 	{Name: "stock client-go", Patches: 0},
-	{Name: "cheap client-go", Patches: 1},
-	{Name: "cheap client-go, watch cache's switch", Patches: 2, WatchCache: true},
+	{Name: "client-go comparing on stop", Patches: 1},
+	{Name: "client-go comparing on stop, watch cache's switch", Patches: 2, WatchCache: true},
 }
 
 // packageRun is one test binary's run.

@@ -162,11 +162,11 @@ func TestExportTheCarry(t *testing.T) {
 	// The detector is the fork's pull request of its own, after the fix's:
 	// client-go's cheaper detector, the cacher tests' compile fix and the
 	// watch cache's detector.
-	if len(res.ForkPRs) != 1 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 3 {
-		t.Fatalf("later fork pull requests = %+v, want the detector's, three patches", res.ForkPRs)
+	if len(res.ForkPRs) != 1 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 4 {
+		t.Fatalf("later fork pull requests = %+v, want the detector's, four patches", res.ForkPRs)
 	}
 	detector := res.ForkPRs[0]
-	for i, prefix := range []string{"staging/src/k8s.io/client-go/tools/cache/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/"} {
+	for i, prefix := range []string{"staging/src/k8s.io/client-go/tools/cache/", "staging/src/k8s.io/client-go/tools/cache/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/"} {
 		for _, f := range detector.Patches[i].Files {
 			if !strings.HasPrefix(f, prefix) {
 				t.Errorf("the detector's patch %d changes %s, outside %s", i+1, f, prefix)
@@ -177,12 +177,14 @@ func TestExportTheCarry(t *testing.T) {
 		"KUBE_WATCHCACHE_MUTATION_DETECTOR=true",
 		"`KUBE_CACHE_MUTATION_DETECTOR` alone leaves the watch cache unchecked",
 		"Merge this after the pull request of `"+res.Title+"`",
-		"go test -run 'TestWatchCacheMutationDetector' ./staging/src/k8s.io/apiserver/pkg/storage/cacher/",
+		"go test -race -run TestWatchCacheMutationDetector ./staging/src/k8s.io/apiserver/pkg/storage/cacher/",
+		"`NewCacheMutationDetectorWithBackoff`",
 	)
 
 	// The pull requests for kubernetes/kubernetes: client-go's, then the
-	// cacher's, each its own patch cut on upstream's module at its staging
-	// path; the series applied to both.
+	// cacher's, each its own patch cut on upstream's modules at their
+	// staging paths; the series applied to both. The cacher's adds the
+	// client-go constructor it uses, so it stands without client-go's.
 	up := res.Upstream
 	if len(res.UpstreamBefore) != 1 || res.UpstreamBefore[0].Module != "k8s.io/client-go" || res.UpstreamBefore[0].Dir != UpstreamDir+"-client-go" {
 		t.Errorf("the Kubernetes pull requests before the cacher's = %+v, want client-go's", res.UpstreamBefore)
@@ -195,15 +197,13 @@ func TestExportTheCarry(t *testing.T) {
 			if !strings.HasPrefix(p.File, pr.Dir+"/") || !slices.Equal(p.AppliesTo, pr.Base) {
 				t.Errorf("%s applies to %q, want it in %s/ and applied to %q", p.File, p.AppliesTo, pr.Dir, pr.Base)
 			}
-			for _, f := range p.Files {
-				if !strings.HasPrefix(f, "staging/src/"+pr.Module+"/") {
-					t.Errorf("%s changes %s, outside %s", p.File, f, pr.Module)
-				}
+			if !strings.HasPrefix(p.Files[0], "staging/src/"+pr.Module+"/") {
+				t.Errorf("%s changes %s first, outside %s, the module it is named after", p.File, p.Files[0], pr.Module)
 			}
 		}
 	}
-	testfs.ContainsAll(t, up.PR, testfs.Read(t, filepath.Join(out, up.PR)), "#118040", "KUBE_WATCHCACHE_MUTATION_DETECTOR", "`processEvent`", "`Replace`", "client-go/tools/cache: mutation detector compares on a backoff")
-	testfs.ContainsAll(t, res.UpstreamBefore[0].PR, testfs.Read(t, filepath.Join(out, res.UpstreamBefore[0].PR)), "BenchmarkMutationDetectorLifetime", "NewEnabledCacheMutationDetector", "```release-note\nclient-go:")
+	testfs.ContainsAll(t, up.PR, testfs.Read(t, filepath.Join(out, up.PR)), "#118040", "KUBE_WATCHCACHE_MUTATION_DETECTOR", "`processEvent`", "`Replace`", "`NewCacheMutationDetectorWithBackoff`", "It stands on its own: it applies and its tests pass without `client-go/tools/cache: mutation detector compares once more when it stops`")
+	testfs.ContainsAll(t, res.UpstreamBefore[0].PR, testfs.Read(t, filepath.Join(out, res.UpstreamBefore[0].PR)), "TestMutationDetectorReportsWriteBeforeStop", "`TestMutationDetector` is unchanged", "```release-note\nclient-go:")
 
 	compareWithOverlay(t, root, out, res, dirs)
 

@@ -115,11 +115,11 @@ func reviewChecklist(t *testing.T, out string, res *Result, verified bool) {
 			t.Errorf("%s: subject of %d characters, want at most %d: %q", p.File, len(p.Subject), maxSubject, p.Subject)
 		}
 	}
-	// The fork's later pull requests: each in the same template, titled by
+	// The fork's later pull requests: each in the fork's template, titled by
 	// its last subject, and merging after the fix's, which it says.
 	for _, pr := range res.ForkPRs {
 		text := readOut(t, out, pr.PR)
-		checkLaterForkText(t, pr.PR, text, verified)
+		checkForkText(t, pr.PR, text, verified)
 		checkKCPText(t, pr.PR, text)
 		for _, p := range pr.Patches {
 			checkForkMessage(t, out, p.File, text)

@@ -53,20 +53,6 @@ func checkForkText(t *testing.T, name, text string, verified bool) {
 	}
 }
 
-// checkLaterForkText checks a later fork pull request's text (the
-// detector's). Its template is being moved to the fork's: until then a text
-// still in kcp's template passes kcp's checks (checkPRText); one in the
-// fork's template passes checkForkText. Once fork-pr-detector.md.tmpl is in
-// the fork's template, reviewChecklist calls checkForkText for it too.
-func checkLaterForkText(t *testing.T, name, text string, verified bool) {
-	t.Helper()
-	if kcpTemplate.MatchString(text) {
-		checkPRText(t, name, text, verified)
-		return
-	}
-	checkForkText(t, name, text, verified)
-}
-
 const (
 	// minSharedParagraphWords is how long a paragraph or list item must be
 	// for two texts to be refused for sharing it: shorter ones are the

@@ -34,7 +34,7 @@ type UpstreamPRResult struct {
 }
 
 // exportUpstream writes root's upstream-patches/kubernetes as pull requests
-// for kubernetes/kubernetes, one per staging module the series changes, in
+// for kubernetes/kubernetes, one per patch of the series, in
 // series order, with who as the author of their patches and, with signoff,
 // their Signed-off-by, after applying the series with git am to the
 // upstream modules it is cut on, fetched through the module proxy and laid
@@ -91,9 +91,10 @@ type upstreamGroup struct {
 	patches []*series.Patch
 }
 
-// upstreamGroups splits pr's series into runs of patches that change one
-// staging module each: a patch that changes two, or a module that comes
-// back after another's, is an error naming the patch.
+// upstreamGroups makes each patch of pr's series a pull request of its own,
+// named after the staging module of its first file (the cacher's pull
+// request also adds the client-go constructor it uses): a file outside the
+// base modules is an error naming the patch.
 func upstreamGroups(pr *upstreampatches.PR) ([]upstreamGroup, error) {
 	var groups []upstreamGroup
 	for _, p := range pr.Series.Patches {
@@ -107,19 +108,14 @@ func upstreamGroups(pr *upstreampatches.PR) ([]upstreamGroup, error) {
 			if i < 0 {
 				return nil, fmt.Errorf("%s: %s lies in none of the base modules", p.Path, name)
 			}
-			if mod != "" && mod != pr.Base[i].Path {
-				return nil, fmt.Errorf("%s: changes %s and %s: a Kubernetes pull request here changes one staging module", p.Path, mod, pr.Base[i].Path)
+			if mod == "" {
+				mod = pr.Base[i].Path
 			}
-			mod = pr.Base[i].Path
 		}
-		switch {
-		case len(groups) > 0 && groups[len(groups)-1].module == mod:
-			groups[len(groups)-1].patches = append(groups[len(groups)-1].patches, p)
-		case slices.ContainsFunc(groups, func(g upstreamGroup) bool { return g.module == mod }):
-			return nil, fmt.Errorf("%s: %s comes back after another module's patches: keep each module's patches together", p.Path, mod)
-		default:
-			groups = append(groups, upstreamGroup{module: mod, patches: []*series.Patch{p}})
+		if slices.ContainsFunc(groups, func(g upstreamGroup) bool { return g.module == mod }) {
+			return nil, fmt.Errorf("%s: a second pull request named after %s: its directory and text would be the first one's", p.Path, mod)
 		}
+		groups = append(groups, upstreamGroup{module: mod, patches: []*series.Patch{p}})
 	}
 	return groups, nil
 }

@@ -256,6 +256,16 @@ func ApplyToCopy(ctx context.Context, pr *PR, dst string) (gitexec.Repo, error) 
 	return repo, nil
 }
 
+// Alone is the pull request of p by itself: a series of that patch only, on
+// pr's base. Each Kubernetes pull request is one patch of the series, and
+// Kubernetes' CI tests it on its base without the others.
+func (pr *PR) Alone(p *series.Patch) *PR {
+	alone := *pr.Series
+	alone.Patches = []*series.Patch{p}
+	alone.Hash = ""
+	return &PR{Dir: pr.Dir, Series: &alone, Base: pr.Base}
+}
+
 // TestFiles are the _test.go files the series adds or changes, and
 // ChangedFiles the other files it changes, by their repository paths.
 func (pr *PR) TestFiles() []string    { return pr.files(true) }

@@ -34,6 +34,13 @@ func applyTheSeries(t *testing.T) (*PR, gitexec.Repo) {
 	if pr == nil {
 		t.Fatalf("no %s/ in the repository", Dir)
 	}
+	return pr, applyToCopy(t, pr)
+}
+
+// applyToCopy applies pr's series to its base in a scratch repository, and
+// skips, saying so, where the proxy does not serve the base.
+func applyToCopy(t *testing.T, pr *PR) gitexec.Repo {
+	t.Helper()
 	repo, err := ApplyToCopy(context.Background(), pr, filepath.Join(t.TempDir(), "kubernetes"))
 	var fetch *FetchError
 	if errors.As(err, &fetch) {
@@ -42,7 +49,7 @@ func applyTheSeries(t *testing.T) (*PR, gitexec.Repo) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pr, repo
+	return repo
 }
 
 // TestSeriesAppliesUpstream: the series applies with git am to the upstream
@@ -70,23 +77,37 @@ func TestSeriesAppliesUpstream(t *testing.T) {
 	}
 }
 
-// envNoRace=1 runs TestUpstreamTestsPassWithAndFailWithout without -race:
-// make test's form, which builds nothing with -race (docs/ci.md); make
-// test-race keeps -race.
+// envNoRace=1 runs TestUpstreamTestsPassWithAndFailWithout without -race,
+// for a quicker look; Kubernetes' unit jobs, make test-upstream and make
+// test-race run it with -race.
 const envNoRace = "KCP_CARRY_UPSTREAM_NORACE"
 
-// TestUpstreamTestsPassWithAndFailWithout compiles and runs the tests the
-// series adds, under -race (unless envNoRace), in the upstream modules
-// with their own go.mod files (their dependencies from the module proxy, no
+// TestUpstreamTestsPassWithAndFailWithout is each Kubernetes pull request's
+// presubmit, on its base alone as Kubernetes' CI runs it, and the series'
+// in merge order: it compiles and runs the tests each adds, under -race
+// (unless envNoRace) as KUBE_RACE=-race does, in the upstream modules with
+// their own go.mod files (their dependencies from the module proxy, no
 // replace directive) in the workspace kubernetes/kubernetes has, every base
-// module at its staging path: they pass with the series, and every package
-// of them fails with only its test files, by assertion or, for tests of
-// what the series adds, for want of only that (series.MissingOnly).
+// module at its staging path: they pass with the pull request, and every
+// package of them fails with only its test files, by assertion or, for tests
+// of what it adds, for want of only that (series.MissingOnly).
 func TestUpstreamTestsPassWithAndFailWithout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the upstream module's package with -race and its dependencies from the module proxy (minutes); -short checks only that the series applies (TestSeriesAppliesUpstream)")
 	}
 	pr, repo := applyTheSeries(t)
+	t.Run("series", func(t *testing.T) { passWithAndFailWithout(t, pr, repo) })
+	for _, p := range pr.Series.Patches {
+		t.Run(strings.TrimSuffix(p.Name, ".patch"), func(t *testing.T) {
+			alone := pr.Alone(p)
+			passWithAndFailWithout(t, alone, applyToCopy(t, alone))
+		})
+	}
+}
+
+// passWithAndFailWithout runs the tests pr adds in repo, where its series is
+// applied: they pass, and fail with only pr's test files.
+func passWithAndFailWithout(t *testing.T, pr *PR, repo gitexec.Repo) {
 	tests, pkgs := addedTests(t, pr)
 	for _, m := range pr.Base {
 		gomod := filepath.Join(repo.Dir, filepath.FromSlash(m.StagingDir()), "go.mod")
@@ -217,13 +238,15 @@ func runUpstreamTests(t *testing.T, dir string, pr *PR, tests, pkgs map[string][
 			continue
 		}
 		args := []string{"test", "-race", "-count=1", "-v", "-run", "^(" + strings.Join(tests[m.StagingDir()], "|") + ")$"}
+		env := append(os.Environ(), "GOWORK="+filepath.Join(dir, "go.work"), "GOFLAGS=-trimpath", "CGO_ENABLED=1")
 		if os.Getenv(envNoRace) == "1" {
 			args = slices.Delete(args, 1, 2)
+			env = env[:len(env)-1]
 		}
 		args = append(args, pkgs[m.StagingDir()]...)
 		cmd := exec.CommandContext(t.Context(), "go", args...)
 		cmd.Dir = filepath.Join(dir, filepath.FromSlash(m.StagingDir()))
-		cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(dir, "go.work"), "GOFLAGS=-trimpath")
+		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
 		if err != nil && !errors.As(err, &exit) {
