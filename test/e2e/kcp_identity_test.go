@@ -123,14 +123,20 @@ const identityFixPR = "identity-partial-metadata"
 //     partial-metadata request, through an identity or not, the one storage
 //     keyed <name>.wildcard.partial-metadata (docs/identity.md). The test
 //     asserts that leak, so that it notices when kcp changes; with the fix in
-//     the tree it asserts the identity's widgets only.
+//     the tree it asserts the identity's widgets only;
+//   - the storage's lifetime: a CRD of another resource created and deleted
+//     in root; without the fix the WATCH through a's identity lives on (the
+//     wildcard storage is kept while a CRD of widgets exists), with it the
+//     WATCH ends (the fork's removeDeadStorage tears down every storage not
+//     keyed by a CRD's UID or .wildcard.partial-metadata). Asserted either
+//     way, so that the test notices when the fork keeps the identity's.
 func TestRealKCPIdentityWildcardPartialMetadata(t *testing.T) {
 	bin := kcpBinary(t, "patched")
 	fixed := identityFixCarried(t)
 	s, clusters := startKCPWithWorkspacesNamed(t, bin, identityWorkspaces)
 	began := time.Now()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	providers := make([]identityProvider, len(clusters))
 	for i, cluster := range clusters {
@@ -205,6 +211,34 @@ func TestRealKCPIdentityWildcardPartialMetadata(t *testing.T) {
 		t.Errorf("control: the partial WATCH without identity sent %v, nothing of b: the check could not see cross-talk", gotX)
 	}
 	t.Logf("watch events: through a's identity %v, through b's %v, without identity %v", gotA, gotB, gotX)
+
+	// The storage's lifetime. The fork's CRD handler, on every CRD deletion on
+	// the shard (removeDeadStorage), keeps the storage of a real CRD's UID and
+	// the <name>.wildcard.partial-metadata one while a CRD of that resource
+	// exists, and tears down every other: the identity's storage of
+	// kcp-patches/<n>-identity-partial-metadata, whose watches end then. A CRD
+	// of another resource, created and deleted in root: without the fix the
+	// watch through a's identity (served from the wildcard storage) lives on
+	// and sends a's next widget; with it, it ends. Asserted either way, so that
+	// the test notices when kcp or the fork changes (docs/identity.md).
+	la := wc.watch(ctx, t, a.identity)
+	lx := wc.watch(ctx, t, "")
+	createAndDeleteCRD(ctx, t, s, "root", "gadgets.lifetime.kcp-carry.io")
+	deleted := time.Now()
+	ended := la.endsWithin(30 * time.Second)
+	a.objects = append(a.objects, createWidget(ctx, t, s, a, "a-after-delete"))
+	lx.until(t, "a-after-delete") // the control: the storage of every widget lives on
+	switch {
+	case fixed && ended == nil:
+		t.Errorf("the wildcard partial-metadata WATCH through a's identity outlived an unrelated CRD deletion on a kcp tree with kcp-patches/*-%s: the fork's removeDeadStorage keeps its storage now; update docs/identity.md and this test", identityFixPR)
+	case fixed:
+		t.Logf("the identity's storage is torn down on an unrelated CRD deletion (the fork's removeDeadStorage): the WATCH through a's identity ended %s after it (%v)", time.Since(deleted).Round(time.Millisecond), ended)
+	case ended != nil:
+		t.Errorf("the wildcard partial-metadata WATCH through a's identity ended after an unrelated CRD deletion, on a kcp tree without kcp-patches/*-%s: %v", identityFixPR, ended)
+	default:
+		la.until(t, "a-after-delete")
+		t.Logf("the WATCH through a's identity outlived an unrelated CRD deletion (served from the wildcard storage) and sent a-after-delete")
+	}
 	t.Logf("the test's requests took %s after kcp and its workspaces were ready", time.Since(began).Round(time.Millisecond))
 	expectCleanOutput(t, s.Server)
 }
@@ -336,6 +370,35 @@ func setUpPlainCRD(ctx context.Context, t *testing.T, s *server.KCP, cluster str
 	return p
 }
 
+// createAndDeleteCRD creates the CRD name (<plural>.<group>, one version
+// v1) in cluster, then deletes it and waits until it is gone.
+func createAndDeleteCRD(ctx context.Context, t *testing.T, s *server.KCP, cluster, name string) {
+	t.Helper()
+	plural, group, _ := strings.Cut(name, ".")
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	mustCreate(ctx, t, s, cluster, crds, map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"group": group,
+			"names": map[string]any{"plural": plural, "singular": strings.TrimSuffix(plural, "s"), "kind": "Gadget", "listKind": "GadgetList"},
+			"scope": "Cluster",
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true, "schema": map[string]any{"openAPIV3Schema": widgetsSchema},
+			}},
+		},
+	})
+	dc := dynamicFor(t, s, cluster).Resource(crds)
+	if err := dc.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting CRD %s in %s: %v", name, cluster, err)
+	}
+	poll(ctx, t, "CRD "+name+" in "+cluster+" gone", func(ctx context.Context) (bool, error) {
+		_, err := dc.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
 // createWidget creates the widget name in p's workspace, retrying while the
 // bound resource is not served yet, and returns its name.
 func createWidget(ctx context.Context, t *testing.T, s *server.KCP, p *identityProvider, name string) string {
@@ -412,12 +475,19 @@ func (c *wildcardClient) list(ctx context.Context, t *testing.T, identity, rv st
 		req.Header.Set("Accept", partialmeta.ListAccept(partialmeta.V1))
 		wantKind = "meta.k8s.io/v1 PartialObjectMetadataList"
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		t.Fatalf("LIST %s: %v", u, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	// A storage the request is the first to need answers 429 with
+	// Retry-After until its watch cache is ready: retry, as client-go does.
+	var resp *http.Response
+	var body []byte
+	poll(ctx, t, "LIST "+u, func(ctx context.Context) (bool, error) {
+		resp, err = c.hc.Do(req.Clone(ctx))
+		if err != nil {
+			t.Fatalf("LIST %s: %v", u, err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode != http.StatusTooManyRequests, nil
+	})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("LIST %s (partial %t): %s: %s", u, partial, resp.Status, body)
 	}
@@ -542,6 +612,25 @@ func (w *openWatch) until(t *testing.T, names ...string) []seenObject {
 		case <-w.more:
 		case <-deadline:
 			t.Fatalf("WATCH %s: no event of %v within 30 s; it sent %v", w.url, names, events)
+		}
+	}
+}
+
+// endsWithin waits up to d for the watch to end and returns why it ended,
+// or nil if it is still open.
+func (w *openWatch) endsWithin(d time.Duration) error {
+	deadline := time.After(d)
+	for {
+		w.mu.Lock()
+		err := w.err
+		w.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		select {
+		case <-w.more:
+		case <-deadline:
+			return nil
 		}
 	}
 }
