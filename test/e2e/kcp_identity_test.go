@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -656,5 +657,73 @@ func TestCrossTalk(t *testing.T) {
 		if !slices.Equal(foreign, tc.foreign) || !slices.Equal(missing, tc.missing) {
 			t.Errorf("%s: foreign %v, missing %v; want %v, %v", tc.name, foreign, missing, tc.foreign, tc.missing)
 		}
+	}
+}
+
+// TestRealKCPFrontProxyRefusesWildcard: who can send a wildcard
+// partial-metadata request through an identity (docs/identity.md, "Who can
+// send it"). On kcp's sharded topology (KCP_BIN_DIR or bin/: kcp,
+// kcp-front-proxy, cache-server, virtual-workspaces, one shard), the
+// front-proxy's admin gets the root workspace's APIExports through the
+// front-proxy, and 403 for the same LIST across all logical clusters, as
+// partial metadata, without and with an identity: the front-proxy has no
+// shard for "*". The shard admin, a client of the shard itself, gets it from
+// the shard. Nothing here depends on kcp-patches/: the front-proxy is kcp's.
+func TestRealKCPFrontProxyRefusesWildcard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live sharded kcp: run without -short")
+	}
+	binDir := filepath.Join(testfs.RepoRoot(t), "bin")
+	if d := os.Getenv(EnvKCPBinDir); d != "" {
+		binDir = d
+	}
+	bins := server.TopologyBinariesIn(binDir, "")
+	for _, bin := range bins.All() {
+		if _, err := os.Stat(bin); err != nil {
+			t.Skipf("sharded kcp: %s is missing: `carry build --kcp-source <tree> --cmd %s --out %s`", bin, strings.Join(server.TopologyCommands, " --cmd "), binDir)
+		}
+	}
+	topo := servertest.StartTopology(t, server.TopologyOptions{Binaries: bins, Dir: t.TempDir(), Shards: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	get := func(cfg *rest.Config, path string) (int, string) {
+		t.Helper()
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", partialmeta.ListAccept(partialmeta.V1))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(body))
+	}
+	const exports = "/apis/apis.kcp.io/v1alpha2/apiexports"
+	frontProxy := topo.FrontProxyConfig()
+	if code, body := get(frontProxy, "/clusters/root"+exports); code != http.StatusOK {
+		t.Fatalf("the control: the front-proxy's admin listing root's APIExports through the front-proxy: %d %s", code, body)
+	}
+	for _, path := range []string{"/clusters/*" + exports, "/clusters/*" + exports + ":0123456789abcdef"} {
+		code, body := get(frontProxy, path)
+		if code != http.StatusForbidden {
+			t.Errorf("GET %s through the front-proxy as its admin: %d %s; want 403", path, code, body)
+			continue
+		}
+		t.Logf("GET %s through the front-proxy as its admin: %d %s", path, code, body)
+	}
+	shard, err := topo.ShardConfig(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(shard, "/clusters/*"+exports); code != http.StatusOK {
+		t.Errorf("GET /clusters/*%s from the root shard as its admin: %d %s; want 200 (a client of the shard)", exports, code, body)
 	}
 }
