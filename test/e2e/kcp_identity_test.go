@@ -226,7 +226,7 @@ func TestRealKCPIdentityWildcardPartialMetadata(t *testing.T) {
 	lx := wc.watch(ctx, t, "")
 	createAndDeleteCRD(ctx, t, s, "root", "gadgets.lifetime.kcp-carry.io")
 	deleted := time.Now()
-	ended := la.endsWithin(30 * time.Second)
+	ended := la.endsWithin(15 * time.Second)
 	a.objects = append(a.objects, createWidget(ctx, t, s, a, "a-after-delete"))
 	lx.until(t, "a-after-delete") // the control: the storage of every widget lives on
 	switch {
