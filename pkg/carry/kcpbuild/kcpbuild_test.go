@@ -190,7 +190,9 @@ func checkWithout(t *testing.T, root, checkout, out string, whole *Result) {
 	left := s.Patches[1]
 	num := left.Name[:4]
 	goWork := testfs.Read(t, filepath.Join(root, "go.work"))
-	wres, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Progress: testWriter{t}, Without: []string{num}})
+	// Module-qualified: other modules' patches may have the same number.
+	spec := c.Modules[0].Module + "/" + num
+	wres, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Progress: testWriter{t}, Without: []string{spec}})
 	if err != nil {
 		t.Fatalf("Build(Without %s) = %v", num, err)
 	}
@@ -218,7 +220,7 @@ func checkWithout(t *testing.T, root, checkout, out string, whole *Result) {
 	if got := testfs.Read(t, filepath.Join(root, "go.work")); got != goWork {
 		t.Errorf("a --without build changed go.work:\n%s", got)
 	}
-	if _, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Pristine: true, Without: []string{num}}); err == nil || !strings.Contains(err.Error(), "--pristine") {
+	if _, err := Build(context.Background(), Options{Root: root, KCPSource: checkout, OutDir: out, Pristine: true, Without: []string{spec}}); err == nil || !strings.Contains(err.Error(), "--pristine") {
 		t.Errorf("--without with --pristine: %v", err)
 	}
 }
