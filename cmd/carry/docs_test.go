@@ -16,10 +16,9 @@ import (
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 )
 
-// The docs the repository's readers follow: every relative link in them
-// must resolve (the file, and a #anchor to one of its markdown headings),
-// and every `carry <command> --flag` they name must be a flag of that
-// command in the real command tree.
+// The docs the repository's readers follow: every `carry <command> --flag`
+// they name must be a flag of that command in the real command tree. Their
+// links, anchors, make targets and carry commands are test/docs' checks.
 func docFiles(t *testing.T, root string) []string {
 	t.Helper()
 	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "CONTRIBUTING.md")}
@@ -30,7 +29,7 @@ func docFiles(t *testing.T, root string) []string {
 	return append(files, more...)
 }
 
-func TestDocsLinksAndFlags(t *testing.T) {
+func TestDocsFlags(t *testing.T) {
 	root := testfs.RepoRoot(t)
 	c := newDocChecker(NewCommand(io.Discard, io.Discard))
 	for _, f := range docFiles(t, root) {
@@ -39,15 +38,15 @@ func TestDocsLinksAndFlags(t *testing.T) {
 	for _, p := range c.problems {
 		t.Error(p)
 	}
-	// Not vacuous: the docs link to each other and name flags throughout.
-	if c.links < 30 || c.anchors < 5 || c.flags < 20 {
-		t.Errorf("checked %d links (%d with anchors) and %d flags; the parser lost track of the docs", c.links, c.anchors, c.flags)
+	// Not vacuous: the docs name flags throughout.
+	if c.flags < 20 {
+		t.Errorf("checked %d flags; the parser lost track of the docs", c.flags)
 	}
-	t.Logf("checked %d relative links (%d with anchors) and %d carry flags", c.links, c.anchors, c.flags)
+	t.Logf("checked %d carry flags", c.flags)
 }
 
-// TestDocChecker: the checker finds a missing file, a missing anchor and a
-// flag the command does not have, and accepts what exists.
+// TestDocChecker: the checker finds a flag the command does not have, in
+// code spans, fenced blocks and table rows, and accepts what exists.
 func TestDocChecker(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -71,8 +70,6 @@ func TestDocChecker(t *testing.T) {
 	c.check(doc)
 	got := strings.Join(c.problems, "\n")
 	for _, want := range []string{
-		"README.md: link docs/nope.md: ",
-		"README.md: link docs/other.md#nope: no heading",
 		"README.md: carry scrub --no-such-flag: no such flag",
 		"README.md: carry build --racy: no such flag",
 		"README.md: carry pins --wrote: no such flag",
@@ -81,22 +78,19 @@ func TestDocChecker(t *testing.T) {
 			t.Errorf("problems do not contain %q:\n%s", want, got)
 		}
 	}
-	if len(c.problems) != 5 || c.links != 4 || c.flags != 7 {
-		t.Errorf("%d problems (want 5), %d links (want 4), %d flags (want 7):\n%s", len(c.problems), c.links, c.flags, got)
+	if len(c.problems) != 3 || c.flags != 7 {
+		t.Errorf("%d problems (want 3), %d flags (want 7):\n%s", len(c.problems), c.flags, got)
 	}
 }
 
 type docChecker struct {
 	cmds     map[string]*cobra.Command
-	anchors  int
-	links    int
 	flags    int
 	problems []string
-	headings map[string][]string // file -> its anchors
 }
 
 func newDocChecker(root *cobra.Command) *docChecker {
-	c := &docChecker{cmds: map[string]*cobra.Command{}, headings: map[string][]string{}}
+	c := &docChecker{cmds: map[string]*cobra.Command{}}
 	for _, sub := range root.Commands() {
 		c.cmds[sub.Name()] = sub
 	}
@@ -104,7 +98,6 @@ func newDocChecker(root *cobra.Command) *docChecker {
 }
 
 var (
-	linkRE     = regexp.MustCompile(`\]\(([^()\s]+)\)`)
 	codeSpanRE = regexp.MustCompile("`([^`]+)`")
 	// carry <command> and what follows it on the line or in the span.
 	carryRE = regexp.MustCompile(`(?:^|[\s/(])carry\s+([a-z]+)\b([^|;&#]*)`)
@@ -117,8 +110,8 @@ func (c *docChecker) problem(file, format string, args ...any) {
 	c.problems = append(c.problems, filepath.Base(file)+": "+fmt.Sprintf(format, args...))
 }
 
-// check reads one markdown file: links outside code, carry flags inside
-// code (spans, fenced blocks) and in table rows about a carry command.
+// check reads one markdown file: carry flags inside code (spans, fenced
+// blocks) and in table rows about a carry command.
 func (c *docChecker) check(file string) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -134,9 +127,6 @@ func (c *docChecker) check(file string) {
 		if fenced {
 			c.checkCommand(file, line)
 			continue
-		}
-		for _, m := range linkRE.FindAllStringSubmatch(codeSpanRE.ReplaceAllString(line, ""), -1) {
-			c.checkLink(file, m[1])
 		}
 		if m := rowRE.FindStringSubmatch(line); m != nil {
 			for _, f := range flagRE.FindAllStringSubmatch(strings.ReplaceAll(line, "`", " "), -1) {
@@ -171,75 +161,6 @@ func (c *docChecker) checkFlag(file, command, flag string) {
 	if c.cmds[command].Flags().Lookup(name) == nil {
 		c.problem(file, "carry %s %s: no such flag", command, flag)
 	}
-}
-
-func (c *docChecker) checkLink(file, target string) {
-	if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
-		return
-	}
-	c.links++
-	path, anchor, _ := strings.Cut(target, "#")
-	dest := file
-	if path != "" {
-		dest = filepath.Join(filepath.Dir(file), filepath.FromSlash(path))
-		if _, err := os.Stat(dest); err != nil {
-			c.problem(file, "link %s: %v", target, err)
-			return
-		}
-	}
-	if anchor == "" {
-		return
-	}
-	c.anchors++
-	if filepath.Ext(dest) != ".md" {
-		c.problem(file, "link %s: an anchor into a file that is not markdown", target)
-		return
-	}
-	if !slices.Contains(c.anchorsOf(dest), anchor) {
-		c.problem(file, "link %s: no heading in %s has the anchor #%s (it has %s)", target, filepath.Base(dest), anchor, strings.Join(c.anchorsOf(dest), ", "))
-	}
-}
-
-// anchorsOf is the anchors of file's headings, as GitHub makes them:
-// lower case, punctuation dropped, spaces as hyphens, repeats numbered.
-func (c *docChecker) anchorsOf(file string) []string {
-	if a, ok := c.headings[file]; ok {
-		return a
-	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil
-	}
-	var anchors []string
-	seen := map[string]int{}
-	fenced := false
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fenced = !fenced
-		}
-		if fenced || !strings.HasPrefix(line, "#") {
-			continue
-		}
-		text := strings.TrimSpace(strings.TrimLeft(line, "#"))
-		var b strings.Builder
-		for _, r := range strings.ToLower(text) {
-			switch {
-			case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
-				b.WriteRune(r)
-			case r == ' ':
-				b.WriteRune('-')
-			}
-		}
-		a := b.String()
-		if n := seen[a]; n > 0 {
-			anchors = append(anchors, a+"-"+strconv.Itoa(n))
-		} else {
-			anchors = append(anchors, a)
-		}
-		seen[a]++
-	}
-	c.headings[file] = anchors
-	return anchors
 }
 
 // TestExitStatusDocs: docs/exit-status.md has exactly the code's table, and
