@@ -23,7 +23,7 @@ export PHASE_LOG := $(CURDIR)/.build/phases.tsv
 # most with the fork in them): a faster link; builds that set -ldflags (kcp's
 # carried servers) keep theirs.
 TEST_GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath -ldflags=-w)
-TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector profile-detector test-k8s-integration test-watch-cache-off
+TEST_TARGETS := test test-quick test-race test-real-kcp test-sharded kcp-e2e test-kcp-main test-detector profile-detector test-k8s-integration test-watch-cache-off test-series
 $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # cgo off, as kcp's own builds (CGO_ENABLED=0): go.mod requires the versions
 # kcp v0.32.3 requires of every module both compile (TestSharedModulesMatchKCP),
@@ -32,7 +32,7 @@ $(TEST_TARGETS): export GOFLAGS := $(TEST_GOFLAGS)
 # on for themselves.
 $(TEST_TARGETS): export CGO_ENABLED := 0
 
-.PHONY: test-detector profile-detector test-k8s-integration test-watch-cache-off test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race test-upstream kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
+.PHONY: test-series test-detector profile-detector test-k8s-integration test-watch-cache-off test-real-kcp phases-reset all carry overlay build kcp kcp-race test-race test-upstream kcp-main kcp-e2e sharded image verify test test-quick test-kcp-main test-sharded pins bench evidence soak clean
 
 all: build kcp
 
@@ -177,6 +177,22 @@ kcp-e2e: overlay kcp
 KCP_MAIN_ENV = KCP_BIN_DIR=$(CURDIR)/$(KCP_MAIN_BIN) KCP_SOURCE="$(KCP_MAIN_SOURCE)"
 test-kcp-main: kcp-main
 	$(KCP_MAIN_ENV) $(GO) test $(GO_TEST_FLAGS) -run '^TestRealKCP' -skip '^TestRealKCPRace|^TestRealKCPWatchCacheDetector$$|^TestRealKCPDetectorProfile$$|^TestRealKCPWatchCacheOff(Proof|Cost)$$' ./test/e2e/
+
+# kcp as it is after the series merges (TestRealKCPSeries, issue 50; the
+# table of one run in docs/upstream.md): a copy of KCP_MAIN_SOURCE (and of
+# KCP_SOURCE, the release-0.32 forms, when it is set) with every pull
+# request of kcp-patches/ applied in merge order, built with the carry
+# through the overlay, and stock kcp from the unpatched tree. On the series'
+# kcp, both detector switches on: kcp's e2e subset and every e2e test the
+# series adds pass, TestRealKCPIdentityWildcardPartialMetadata's check, and
+# the seed load for SERIES_LOAD (default 10m): alive, 0 errors, nothing
+# stored. On stock kcp every fix's test fails. Record and logs in
+# .build/series/<tree>/ (series.json). Not in `make test`: two kcp builds
+# and the load.
+SERIES_LOAD ?= 10m
+test-series: overlay
+	@test -d "$(KCP_MAIN_SOURCE)" || { echo "make test-series: set KCP_MAIN_SOURCE=<kcp main tree> (a directory; KCP_SOURCE=<kcp v0.32.3 tree> adds the release-0.32 form)" >&2; exit 1; }
+	KCP_CARRY_SERIES_LOAD=$(SERIES_LOAD) $(GO) test -timeout 240m -count=1 -v -run '^TestRealKCPSeries$$' ./test/e2e/
 
 # The fork's watch cache mutation detector on real kcp (docs/detector.md):
 # on KCP_SOURCE and KCP_MAIN_SOURCE, kcp built two ways (carry build
