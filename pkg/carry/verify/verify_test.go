@@ -70,42 +70,54 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 			t.Errorf("%s: a step without the patch: %v, want one for every patch but the test-only 0003", s.Patch, s.Without != nil)
 		}
 	}
+	// step is the step of a patch, by module/number.
+	step := func(key string) Step { return report.Steps[slices.Index(order, key)] }
 	// A package is tested from the patch that first changes its tests on.
-	for i, want := range [][]string{{toolsCache}, {handlers, toolsCache}, {handlers, toolsCache}, {handlers, cacher, toolsCache}, {handlers, cacher, toolsCache}} {
-		if got := packagesOf(report.Steps[i].With); !slices.Equal(got, want) {
-			t.Errorf("with %s: tested %v, want %v", report.Steps[i].Patch, got, want)
+	for key, want := range map[string][]string{
+		"k8s.io/client-go/0001": {toolsCache},
+		"k8s.io/client-go/0002": {toolsCache},
+		"k8s.io/apiserver/0001": {handlers, toolsCache},
+		"k8s.io/apiserver/0002": {handlers, toolsCache},
+		"k8s.io/apiserver/0003": {handlers, cacher, toolsCache},
+		"k8s.io/apiserver/0004": {handlers, cacher, toolsCache},
+	} {
+		if got := packagesOf(step(key).With); !slices.Equal(got, want) {
+			t.Errorf("with %s: tested %v, want %v", key, got, want)
 		}
 	}
 	// Each patch's tests must fail without it for the reason it fixes, not
-	// merely fail. client-go's 0001: a write in the last second before the
-	// detector drops the object goes unreported.
-	backoff := report.Steps[0].Without.Packages[0]
-	if !slices.Contains(backoff.FailedTests, "TestMutationDetectorReportsWriteAtAnyAge") {
-		t.Errorf("%s without %s: TestMutationDetectorReportsWriteAtAnyAge did not fail: %+v", toolsCache, report.Steps[0].Patch, backoff)
+	// merely fail. client-go's 0001: a write after the last comparison
+	// before the detector stops goes unreported.
+	onStop := step("k8s.io/client-go/0001").Without.Packages[0]
+	if !slices.Contains(onStop.FailedTests, "TestMutationDetectorReportsWriteBeforeStop") {
+		t.Errorf("%s without client-go's 0001: TestMutationDetectorReportsWriteBeforeStop did not fail: %+v", toolsCache, onStop)
+	}
+	// client-go's 0002 and the apiserver's 0004: their tests use the
+	// constructor, the switch and the field they add, so without them they do
+	// not compile, for want of those names only.
+	for key, name := range map[string]string{"k8s.io/client-go/0002": "NewCacheMutationDetectorWithBackoff", "k8s.io/apiserver/0004": "newWatchCacheMutationDetector"} {
+		without := step(key).Without.Packages[0]
+		if !without.BuildFailed || !slices.Contains(without.MissingNew, name) {
+			t.Errorf("without %s: want tests that lack only what it declares (%s): %+v", key, name, without)
+		}
 	}
 	// The apiserver's 0001: the package's own TestCacheableObject
 	// dereferences the missing cluster.
-	first := report.Steps[1].Without.Packages[0]
+	first := step("k8s.io/apiserver/0001").Without.Packages[0]
 	if !slices.Contains(first.FailedTests, "TestCacheableObject") && !strings.Contains(first.Fatal, "nil pointer") {
-		t.Errorf("%s without %s: TestCacheableObject did not fail on the missing cluster: %+v", handlers, report.Steps[1].Patch, first)
+		t.Errorf("%s without the apiserver's 0001: TestCacheableObject did not fail on the missing cluster: %+v", handlers, first)
 	}
 	// 0002: typed items get "", the source maps are written, and concurrent
 	// requests race (or the runtime aborts them).
-	second := report.Steps[2].Without.Packages[0]
+	second := step("k8s.io/apiserver/0002").Without.Packages[0]
 	for _, test := range []string{
 		"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialList",
 		"TestKCPOriginalAPIVersionAnnotationOnWildcardPartialObject",
 		"TestKCPOriginalAPIVersionAnnotationCopyOnWrite",
 	} {
 		if !slices.Contains(second.FailedTests, test) {
-			t.Errorf("%s without %s: %s did not fail: %v", handlers, report.Steps[2].Patch, test, second.FailedTests)
+			t.Errorf("%s without the apiserver's 0002: %s did not fail: %v", handlers, test, second.FailedTests)
 		}
-	}
-	// 0004: its tests inject the switch and the field it adds, so without
-	// it they do not compile, for want of those names only.
-	fourth := report.Steps[4].Without.Packages[0]
-	if !fourth.BuildFailed || !slices.Contains(fourth.MissingNew, "newWatchCacheMutationDetector") {
-		t.Errorf("%s without %s: want tests that lack only what it declares: %+v", cacher, report.Steps[4].Patch, fourth)
 	}
 	if report.Race == noRace {
 		t.Errorf("report.Race = %t with %s=%t", report.Race, envNoRace, noRace)
@@ -120,7 +132,7 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	// binary in them with a concurrent map error; either can come first, and
 	// an abort can cut the race report it interleaves with.
 	if second.Races == 0 && !strings.Contains(second.Fatal, "concurrent map") {
-		t.Errorf("%s without %s: the concurrent requests neither raced nor crashed: %+v", handlers, report.Steps[2].Patch, second)
+		t.Errorf("%s without the apiserver's 0002: the concurrent requests neither raced nor crashed: %+v", handlers, second)
 	}
 }
 
