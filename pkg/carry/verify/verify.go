@@ -130,7 +130,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	for _, in := range ins {
 		trees[in.Module] = overlay.ModuleDir(filepath.Join(work, "trees"), in.Module)
 	}
-	if err := writeGoWork(goWork, root, trees); err != nil {
+	if err := WriteGoWork(goWork, root, trees); err != nil {
 		return nil, err
 	}
 	// applied is how many patches of each module a step builds on.
@@ -417,9 +417,11 @@ func goTestRun(ctx context.Context, root, goWork string, pkgs []string, pattern 
 	return outcomes, nil
 }
 
-// writeGoWork writes a workspace that uses the repository and replaces the
-// carried modules by the trees given.
-func writeGoWork(goWork, root string, trees map[string]string) error {
+// WriteGoWork writes a workspace that uses the repository and replaces the
+// carried modules by the trees given (module path -> directory): how the
+// carry's tests build against a patched fork (carry presubmit's fork trees
+// too).
+func WriteGoWork(goWork, root string, trees map[string]string) error {
 	goVersion, err := gowork.GoVersion(filepath.Join(root, "go.mod"))
 	if err != nil {
 		return err
