@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -37,6 +36,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/modcache"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/verify"
@@ -87,6 +87,11 @@ type Options struct {
 	// (ForkPRsFile) that ForkVersion holds too, whose effect on kcp the pin
 	// bump's text then says.
 	ForkVersionIncludes []string
+	// PresubmitReport is a `carry presubmit --json` report: a pull request
+	// whose presubmit is red there is refused, unless AllowRed, and then its
+	// text says so. Empty: no presubmit is checked (the export says so).
+	PresubmitReport string
+	AllowRed        bool
 	// Progress receives a line per step; nil discards.
 	Progress io.Writer
 }
@@ -132,6 +137,9 @@ type Result struct {
 	// Verify is the verify run PR.md quotes: the --verify-report file, or
 	// "carry verify" when the export ran it; empty with --no-verify.
 	Verify string `json:"verify,omitempty"`
+	// PullRequests are every pull request written, in merge order, with
+	// its presubmit as --presubmit-report gives it (not run without one).
+	PullRequests []PullRequestResult `json:"pullRequests"`
 }
 
 // ModuleResult is one carried module, in export order.
@@ -245,6 +253,10 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	report, err := loadPresubmitReport(o.PresubmitReport)
+	if err != nil {
+		return nil, err
+	}
 	mods, repo, base, err := locate(ins)
 	if err != nil {
 		return nil, err
@@ -266,44 +278,25 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := g.initBase(ctx); err != nil {
 		return nil, err
 	}
-	// The fork's pull requests, in merge order, each its patches in module
-	// order; the commits are made in that order, so that each pull request
-	// is a range of them.
-	var planned []*exported
-	for _, m := range mods {
-		for _, p := range m.in.Series.Patches {
-			planned = append(planned, &exported{mod: m, carried: p})
-		}
-	}
-	forkPRs, err := splitForkPRs(o.Carry.PatchesDir, planned)
+	src, err := loadSources(o.Carry, mods)
 	if err != nil {
 		return nil, err
 	}
-	var all []*exported
-	for _, pr := range forkPRs {
-		for _, e := range pr.patches {
-			src, err := stampPatch(e.carried, o.Author, o.Signoff, filepath.Join(work, "stamped", e.mod.in.Module))
-			if err != nil {
-				return nil, err
-			}
-			if err := g.am(ctx, src.Path, e.mod.loc.Dir); err != nil {
-				return nil, fmt.Errorf("%s: patch %s does not apply to %s at %s in %s: %w", e.mod.in.Module, e.carried.Path, repo, base, dirOrRoot(e.mod.loc.Dir), err)
-			}
-			head, err := g.Run(ctx, "rev-parse", "HEAD")
-			if err != nil {
-				return nil, err
-			}
-			e.src, e.commit = src, strings.TrimSpace(string(head))
-			all = append(all, e)
-		}
-	}
-	for _, m := range mods {
-		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
-	}
 	for _, name := range o.ForkVersionIncludes {
-		if !slices.ContainsFunc(forkPRs[1:], func(pr *forkPR) bool { return pr.name == name }) {
+		if !slices.ContainsFunc(src.forkPRs[1:], func(pr *forkPR) bool { return pr.name == name }) {
 			return nil, fmt.Errorf("--fork-version-includes %s: no such later fork pull request in %s", name, filepath.Join(o.Carry.PatchesDir, ForkPRsFile))
 		}
+	}
+	prs, err := src.pullRequests()
+	if err != nil {
+		return nil, err
+	}
+	if len(o.KCPTrees) > 0 && src.kcp == nil {
+		return nil, fmt.Errorf("--kcp-source: %s has no %s/ to apply", o.Root, kcppatches.Dir)
+	}
+	presubmits, err := checkPresubmits(prs, report, o.PresubmitReport, o.AllowRed, o.Progress)
+	if err != nil {
+		return nil, err
 	}
 
 	tmp, err := atomicfile.TempDirFor(o.OutDir)
@@ -315,34 +308,29 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	// Each fork pull request is a series of its own, numbered from 1, in
-	// its directory: the fix's at the top of --out.
-	var files []string
-	from := "base"
-	for _, pr := range forkPRs {
-		to := pr.patches[len(pr.patches)-1].commit
-		written, err := g.formatPatch(ctx, filepath.Join(tmp, pr.dir), from+".."+to)
-		if err != nil {
-			return nil, err
-		}
-		if len(written) != len(pr.patches) {
-			return nil, fmt.Errorf("git format-patch wrote %d patches for the %d of the fork's pull request %s", len(written), len(pr.patches), dirOrRoot(pr.dir))
-		}
-		for i, e := range pr.patches {
-			e.path = written[i]
-			if e.out, err = checkExported(e.src, e.path, i+1, len(pr.patches), e.mod.loc.Dir); err != nil {
-				return nil, err
-			}
-			e.res = patchResult(e, o.Root)
-			e.res.File = path.Join(pr.dir, e.res.File)
-		}
-		files = append(files, written...)
-		from = to
-	}
-	if err := checkRoundTrip(ctx, o.Root, g, mods, files); err != nil {
+	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, ForkPR: o.ForkPR, ForkVersionIncludes: o.ForkVersionIncludes, PullRequests: presubmits}
+	st := &exportState{o: o, tmp: tmp, work: work, g: g, repo: repo, base: base, from: "base", res: res, ev: ev, kcpEarlier: map[string]string{}}
+	progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
+	// Each upstream's series applies as a whole to what it is cut on.
+	if st.kcpApplies, err = checkKCPTrees(ctx, src, o.KCPTrees, progress); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Progress, "carry export: %d patches apply to the pristine fork and reproduce the overlay\n", len(all))
+	if st.upstreamBase, err = checkUpstream(ctx, src, progress); err != nil {
+		return nil, err
+	}
+	// Every pull request written, in merge order.
+	for _, pr := range prs {
+		if err := pr.kind.write(ctx, st, pr); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range mods {
+		fmt.Fprintf(o.Progress, "%s: applied %d patches at %s/%s\n", m.in.Module, len(m.in.Series.Patches), repo, m.loc.Dir)
+	}
+	if err := checkRoundTrip(ctx, o.Root, g, mods, st.files); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "carry export: %d patches apply to the pristine fork and reproduce the overlay\n", len(st.all))
 
 	if ev.report == nil && !o.NoVerify {
 		fmt.Fprintln(o.Progress, "carry export: running carry verify (use --verify-report FILE to quote a saved report)")
@@ -355,32 +343,19 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		}
 		ev.report, ev.source = r, "carry verify"
 	}
+	res.Verify = ev.source
 
-	res = &Result{OutDir: o.OutDir, Repo: repo, Base: base, Author: o.Author.String(), SignedOff: o.Signoff, Verify: ev.source, ForkPR: o.ForkPR, ForkVersionIncludes: o.ForkVersionIncludes}
 	for _, m := range mods {
 		mr := ModuleResult{Module: m.in.Module, Fork: m.in.Fork, Location: m.loc, Requires: m.requires}
-		for _, e := range all {
+		for _, e := range st.all {
 			if e.mod == m {
 				mr.Patches = append(mr.Patches, e.res.File)
 			}
 		}
 		res.Modules = append(res.Modules, mr)
 	}
-	for _, e := range forkPRs[0].patches {
-		res.Patches = append(res.Patches, e.res)
-	}
-	for _, pr := range forkPRs[1:] {
-		res.ForkPRs = append(res.ForkPRs, pr.result())
-	}
-	progress := func(format string, args ...any) { fmt.Fprintf(o.Progress, format+"\n", args...) }
-	if res.KCPPRs, err = exportKCPPatches(ctx, o.Root, tmp, o.KCPTrees, o.Author, o.Signoff, progress); err != nil {
-		return nil, err
-	}
-	if res.Upstream, res.UpstreamBefore, err = exportUpstream(ctx, o.Root, tmp, o.Author, o.Signoff, progress); err != nil {
-		return nil, err
-	}
-
-	texts, err := renderPRs(res, forkPRs, ev, o, mods[0].in.Fork.Version)
+	res.Title = src.forkPRs[0].title()
+	texts, err := renderPRs(st, prs, mods[0].in.Fork.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -396,8 +371,7 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 		return nil, err
 	}
 	res.PR, res.Comment = filepath.Join(o.OutDir, PRFile), filepath.Join(o.OutDir, CommentFile)
-	res.Title = forkPRs[0].title()
-	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(all), o.Author, signedOff(o.Signoff), PRFile, CommentFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res), o.OutDir)
+	fmt.Fprintf(o.Progress, "carry export: wrote %d patches by %s%s, %s, %s, %d later fork pull requests, %d kcp pull requests and %d for Kubernetes to %s\n", len(st.all), o.Author, signedOff(o.Signoff), PRFile, CommentFile, len(res.ForkPRs), len(res.KCPPRs), upstreamCount(res), o.OutDir)
 	for _, pr := range res.KCPPRs {
 		if pr.Generic {
 			fmt.Fprintf(o.Progress, "carry export: %s has no text of its own yet: written from its commit messages; choose its /kind, issue and release note before opening it\n", pr.PR)

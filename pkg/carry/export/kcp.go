@@ -2,10 +2,7 @@ package export
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,27 +59,17 @@ type KCPPatchResult struct {
 	Body string `json:"-"`
 }
 
-// exportKCPPatches writes the pull requests of root/kcp-patches (git
-// format-patch files already) into tmp/kcp-dev-kcp/<pull request>/ with who
-// as their author and, with signoff, its Signed-off-by, after applying them
-// all, in merge order, with git am to a scratch copy of each of trees. No
-// kcp-patches/ exports nothing.
-func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who Identity, signoff bool, progress func(format string, args ...any)) ([]KCPPRResult, error) {
-	if _, err := os.Stat(filepath.Join(root, kcppatches.Dir)); errors.Is(err, fs.ErrNotExist) && len(trees) == 0 {
-		return nil, nil
-	}
-	prs, err := kcppatches.Load(root)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(root, kcppatches.Dir), err)
-	}
-	// The trees each form of each pull request applied to.
+// checkKCPTrees applies kcp-patches/, every pull request in merge order,
+// with git am to a scratch copy of each of trees, and returns the trees each
+// form of each pull request applied to.
+func checkKCPTrees(ctx context.Context, src *sources, trees []string, progress func(format string, args ...any)) (map[*series.Series][]string, error) {
 	appliesTo := map[*series.Series][]string{}
 	for _, tree := range trees {
 		scratch, err := os.MkdirTemp("", "carry-export-kcp-")
 		if err != nil {
 			return nil, err
 		}
-		forms, err := kcppatches.ApplyToCopyForms(ctx, tree, filepath.Join(scratch, "kcp"), prs)
+		forms, err := kcppatches.ApplyToCopyForms(ctx, tree, filepath.Join(scratch, "kcp"), src.kcp)
 		os.RemoveAll(scratch)
 		if err != nil {
 			return nil, err
@@ -90,7 +77,7 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 		var names []string
 		for _, form := range forms {
 			appliesTo[form] = append(appliesTo[form], tree)
-			rel, err := filepath.Rel(filepath.Join(root, kcppatches.Dir), form.Dir)
+			rel, err := filepath.Rel(filepath.Join(src.root, kcppatches.Dir), form.Dir)
 			if err != nil {
 				return nil, err
 			}
@@ -98,29 +85,7 @@ func exportKCPPatches(ctx context.Context, root, tmp string, trees []string, who
 		}
 		progress("carry export: %s (%s) applies with git am to %s", kcppatches.Dir, strings.Join(names, ", "), tree)
 	}
-	var out []KCPPRResult
-	earlier := map[string]string{}
-	for _, pr := range prs {
-		dir := filepath.ToSlash(filepath.Join(KCPDir, pr.Name))
-		r := KCPPRResult{Dir: dir, Name: pr.Name, PR: dir + "/" + PRFile, Earlier: maps.Clone(earlier)}
-		name := strings.SplitN(pr.Name, "-", 2)[1]
-		earlier[name] = name
-		if len(pr.Series.Patches) > 0 {
-			earlier[name] = pr.Series.Patches[0].Header.Title
-		}
-		if r.Patches, err = writeSeries(tmp, dir, pr.Series, appliesTo[pr.Series], who, signoff); err != nil {
-			return nil, err
-		}
-		for _, b := range pr.Backports {
-			patches, err := writeSeries(tmp, dir+"/"+b.Branch, b.Series, appliesTo[b.Series], who, signoff)
-			if err != nil {
-				return nil, err
-			}
-			r.Backports = append(r.Backports, KCPBackportResult{Branch: b.Branch, Patches: patches})
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return appliesTo, nil
 }
 
 // writeSeries writes the patches of s into tmp/dir with who as their

@@ -2,12 +2,39 @@ package export
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
 )
+
+// exportKCPPatches writes root's kcp-patches/ into out as Run does: the
+// list's kcp pull requests, checked on trees, each written in the loop.
+func exportKCPPatches(ctx context.Context, root, out string, trees []string, who Identity, signoff bool, progress func(string, ...any)) ([]KCPPRResult, error) {
+	src := &sources{root: root}
+	if _, err := os.Stat(filepath.Join(root, kcppatches.Dir)); err == nil {
+		if src.kcp, err = kcppatches.Load(root); err != nil {
+			return nil, err
+		}
+	}
+	prs, err := src.pullRequests()
+	if err != nil {
+		return nil, err
+	}
+	st := &exportState{o: Options{Author: who, Signoff: signoff}, tmp: out, res: &Result{}, kcpEarlier: map[string]string{}}
+	if st.kcpApplies, err = checkKCPTrees(ctx, src, trees, progress); err != nil {
+		return nil, err
+	}
+	for _, pr := range prs {
+		if err := pr.kind.write(ctx, st, pr); err != nil {
+			return nil, err
+		}
+	}
+	return st.res.KCPPRs, nil
+}
 
 // kcp-patches/<pull request>/ is exported into kcp-dev-kcp/<pull request>/,
 // with the submitter as author, once it applies with git am to every tree

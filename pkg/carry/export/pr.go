@@ -3,9 +3,7 @@ package export
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"regexp"
 	"slices"
@@ -112,14 +110,18 @@ type prTexts map[string][]byte
 // pinStamp is the timestamp and commit of a pseudo-version.
 var pinStamp = regexp.MustCompile(`([0-9]{14})-([0-9a-f]{12})$`)
 
-func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin string) (prTexts, error) {
+// renderPRs renders every pull request's text, in one loop over prs, and
+// the comment for kcp-dev/kcp#4551; a pull request exported with a red
+// presubmit (--allow-red) gets redNote at the end of its text.
+func renderPRs(st *exportState, prs []*PullRequest, pin string) (prTexts, error) {
 	stamp := pinStamp.FindStringSubmatch(pin)
 	if !module.IsPseudoVersion(pin) || stamp == nil {
 		return nil, fmt.Errorf("the carry's fork pin %s is not a pseudo-version: the pin bump needs one", pin)
 	}
+	o, res := st.o, st.res
 	d := prData{
 		Repo: res.Repo, Base: res.Base, BaseBranch: o.BaseBranch, ForkVersion: o.ForkVersion, ForkPR: o.ForkPR,
-		BaseRev: stamp[2], BaseStamp: stamp[0], FixTitle: forkPRs[0].title(), Merged: map[string]bool{},
+		BaseRev: stamp[2], BaseStamp: stamp[0], FixTitle: res.Title, Merged: map[string]bool{},
 	}
 	for _, name := range o.ForkVersionIncludes {
 		d.Merged[name] = true
@@ -132,58 +134,20 @@ func renderPRs(res *Result, forkPRs []*forkPR, v *verifyEvidence, o Options, pin
 	if d.WatchCacheOff, err = loadWatchCacheOffRun(); err != nil {
 		return nil, err
 	}
-	d.forkPR(forkPRs[0], v)
 	texts := prTexts{}
-	if texts[PRFile], err = render("fork-pr.md.tmpl", d); err != nil {
-		return nil, err
-	}
-	for _, pr := range forkPRs[1:] {
-		later := d
-		later.forkPR(pr, v)
-		if texts[pr.dir+"/"+PRFile], err = render("fork-pr-"+pr.name+".md.tmpl", later); err != nil {
-			return nil, fmt.Errorf("the fork's pull request %s (%s): %w", pr.name, ForkPRsFile, err)
-		}
-	}
 	if texts[CommentFile], err = render("issue-4551-comment.md.tmpl", d); err != nil {
 		return nil, err
 	}
-	for i := range res.UpstreamBefore {
-		pr := &res.UpstreamBefore[i]
-		before := d
-		before.Upstream = pr
-		if texts[pr.PR], err = render("kubernetes-pr-"+path.Base(pr.Module)+".md.tmpl", before); err != nil {
-			return nil, fmt.Errorf("the Kubernetes pull request of %s: %w", pr.Module, err)
-		}
-	}
-	if res.Upstream != nil {
-		d.Upstream, d.UpstreamBefore = res.Upstream, res.UpstreamBefore
-		if texts[res.Upstream.PR], err = render("kubernetes-pr.md.tmpl", d); err != nil {
-			return nil, err
-		}
-	}
-	for i := range res.KCPPRs {
-		pr := &res.KCPPRs[i]
-		d.KCP = pr
-		name := "kcp-pr-" + strings.SplitN(pr.Name, "-", 2)[1] + ".md.tmpl"
-		if _, err := fs.Stat(templates, name); errors.Is(err, fs.ErrNotExist) {
-			name, pr.Generic = "generic-kcp-pr.md.tmpl", true
-		}
-		if texts[pr.PR], err = render(name, d); err != nil {
-			return nil, err
-		}
-		appendix := "kcp-appendix-" + strings.SplitN(pr.Name, "-", 2)[1] + ".md.tmpl"
-		if _, err := fs.Stat(templates, appendix); errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		text, err := render(appendix, d)
+	for i, pr := range prs {
+		rendered, err := pr.kind.render(d, st, pr)
 		if err != nil {
 			return nil, err
 		}
-		// An appendix with nothing to say (its figures not measured yet) is
-		// not written.
-		if len(bytes.TrimSpace(text)) > 0 {
-			pr.Appendix = pr.Dir + "/" + AppendixFile
-			texts[pr.Appendix] = text
+		for name, text := range rendered {
+			texts[name] = text
+		}
+		if r := res.PullRequests[i]; presubmitRed(r) != "" {
+			texts[pr.TextFile()] = append(texts[pr.TextFile()], redNote(r)...)
 		}
 	}
 	return texts, nil

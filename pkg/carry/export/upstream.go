@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,32 +32,25 @@ type UpstreamPRResult struct {
 	Patches []KCPPatchResult `json:"patches"`
 }
 
-// exportUpstream writes root's upstream-patches/kubernetes as pull requests
-// for kubernetes/kubernetes, one per patch of the series, in
-// series order, with who as the author of their patches and, with signoff,
-// their Signed-off-by, after applying the series with git am to the
+// checkUpstream applies upstream-patches/kubernetes with git am to the
 // upstream modules it is cut on, fetched through the module proxy and laid
-// out at their staging paths. The last pull request goes to
-// tmp/kubernetes-kubernetes/, each one it needs before it to
-// tmp/kubernetes-kubernetes-<module's last element>/ (its text from
-// kubernetes-pr-<that element>.md.tmpl). No upstream-patches/ exports
-// nothing.
-func exportUpstream(ctx context.Context, root, tmp string, who Identity, signoff bool, progress func(format string, args ...any)) (last *UpstreamPRResult, before []UpstreamPRResult, err error) {
-	pr, err := upstreampatches.Load(root)
-	if err != nil || pr == nil {
-		return nil, nil, err
-	}
-	groups, err := upstreamGroups(pr)
-	if err != nil {
-		return nil, nil, err
+// out at their staging paths, and returns those modules (module@version).
+// Its pull requests are one per patch of the series, in series order: the
+// last goes to kubernetes-kubernetes/, each one it needs before it to
+// kubernetes-kubernetes-<module's last element>/ (its text from
+// kubernetes-pr-<that element>.md.tmpl).
+func checkUpstream(ctx context.Context, src *sources, progress func(format string, args ...any)) ([]string, error) {
+	pr := src.upstream
+	if pr == nil {
+		return nil, nil
 	}
 	scratch, err := os.MkdirTemp("", "carry-export-upstream-")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer os.RemoveAll(scratch)
 	if _, err := upstreampatches.ApplyToCopy(ctx, pr, filepath.Join(scratch, "kubernetes")); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", pr.Dir, err)
+		return nil, fmt.Errorf("%s: %w", pr.Dir, err)
 	}
 	var base, dirs []string
 	for _, m := range pr.Base {
@@ -66,23 +58,7 @@ func exportUpstream(ctx context.Context, root, tmp string, who Identity, signoff
 		dirs = append(dirs, m.StagingDir())
 	}
 	progress("carry export: %s/%s applies with git am to %s at %s", upstreampatches.Dir, upstreampatches.Kubernetes, strings.Join(base, ", "), strings.Join(dirs, ", "))
-	for i, g := range groups {
-		dir := UpstreamDir
-		if i < len(groups)-1 {
-			dir = UpstreamDir + "-" + path.Base(g.module)
-		}
-		patches, err := writeSeries(tmp, dir, &series.Series{Dir: pr.Series.Dir, Patches: g.patches}, base, who, signoff)
-		if err != nil {
-			return nil, nil, err
-		}
-		r := UpstreamPRResult{Module: g.module, Dir: dir, PR: dir + "/" + PRFile, Title: patches[len(patches)-1].Subject, Base: base, Patches: patches}
-		if i < len(groups)-1 {
-			before = append(before, r)
-		} else {
-			last = &r
-		}
-	}
-	return last, before, nil
+	return base, nil
 }
 
 // upstreamGroup is the patches of one Kubernetes pull request.
