@@ -76,7 +76,9 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		"layer the carry's kcp binaries onto kcp's release image, per platform (--push REF or --out DIR)", "", NewImageOptions())
 	add("scrub", "scrub [--kubeconfig FILE] [--context NAME] [--server URL (--token T | --client-certificate FILE --client-key FILE) --certificate-authority FILE] [--as USER] [--workspaces root,root:org] [--resources configmaps,...] [--apply [--force]] [--list] [--json]",
 		`find (dry run) or --apply remove the kcp.io/original-api-version: "" a pristine kcp stored, across all logical clusters`, scrubLong(), NewScrubOptions())
-	add("export", "export --out DIR --base-branch BRANCH [--author \"Name <email>\"] [--signoff] [--fork-pr N] [--fork-version V [--fork-version-includes NAME ...]] [--force] [--verify-report FILE | --no-verify] [--kcp-source DIR ...] [--json] [--root DIR]",
+	add("presubmit", "presubmit [--kcp-source DIR] [--kcp-release-source DIR] [--only NAME ...] [--e2e] [--json] [--root DIR]",
+		"run every pull request's presubmit as its upstream's CI would, and print one table", presubmitLong, NewPresubmitOptions())
+	add("export", "export --out DIR --base-branch BRANCH [--author \"Name <email>\"] [--signoff] [--fork-pr N] [--fork-version V [--fork-version-includes NAME ...]] [--force] [--verify-report FILE | --no-verify] [--presubmit-report FILE [--allow-red]] [--kcp-source DIR ...] [--json] [--root DIR]",
 		"write the pull requests: the fork's patch series and PR.md, and one directory per kcp pull request", exportLong, NewExportOptions())
 	return root
 }

@@ -30,7 +30,8 @@ to the upstream modules it is cut on (from the module proxy), and runs carry ver
 two go test -race runs of the carry's packages per patch (the series up to it, and before it with only
 its tests): minutes, and over an hour on a 2-core machine busy with other builds. --verify-report FILE
 quotes a saved carry verify --json report instead; --no-verify skips it, and PR.md then quotes no test
-run.`
+run. --presubmit-report FILE reads a carry presubmit --json report and refuses a pull request
+whose presubmit is red there, unless --allow-red (its text then says so).`
 
 // ExportOptions are carry export's flags.
 type ExportOptions struct {
@@ -40,6 +41,8 @@ type ExportOptions struct {
 	// forkPR is --fork-pr as given (forkPRNumber reads it).
 	forkPR                   string
 	force, noVerify, signoff bool
+	presubmitReport          string
+	allowRed                 bool
 	kcpTrees                 []string
 	forkVersionIncludes      []string
 }
@@ -58,6 +61,8 @@ func (o *ExportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.forkVersion, "fork-version", "", "the fork's pseudo-version with the patches merged, for kcp's pin bump (empty until the fork merged them)")
 	fs.StringVar(&o.forkPR, "fork-pr", "", "the number `N` of the fork's pull request, which kcp's texts link as kcp-dev/kubernetes#N (empty until it is opened: they say it comes first)")
 	fs.StringArrayVar(&o.forkVersionIncludes, "fork-version-includes", nil, "the fork's later pull request `NAME` (staging-patches/pull-requests: detector) that --fork-version holds too; the pin bump's text then says what it brings kcp (repeatable)")
+	fs.StringVar(&o.presubmitReport, "presubmit-report", "", "`FILE`, a carry presubmit --json report: a pull request whose presubmit is red there is refused (without it, no presubmit is checked)")
+	fs.BoolVar(&o.allowRed, "allow-red", false, "export a pull request whose presubmit is red in --presubmit-report; its text then says so, naming the check")
 	fs.StringArrayVar(&o.kcpTrees, "kcp-source", nil, "kcp source tree that ROOT/kcp-patches must apply to with git am, checked on a scratch copy (repeatable)")
 }
 
@@ -67,6 +72,9 @@ func (o *ExportOptions) Validate() error {
 	}
 	if o.baseBranch == "" {
 		return errors.New("--base-branch BRANCH is required: the fork's rebase branch that holds the pinned commit (docs/upstream.md)")
+	}
+	if o.allowRed && o.presubmitReport == "" {
+		return errors.New("--allow-red: give --presubmit-report FILE, the report whose red presubmits it lets through")
 	}
 	if o.noVerify && o.verifyReport != "" {
 		return errors.New("--verify-report and --no-verify exclude each other")
@@ -113,6 +121,8 @@ func (o *ExportOptions) Run(ctx context.Context, stdout, stderr io.Writer) int {
 			VerifyReport:        o.verifyReport,
 			NoVerify:            o.noVerify,
 			KCPTrees:            o.kcpTrees,
+			PresubmitReport:     o.presubmitReport,
+			AllowRed:            o.allowRed,
 			Progress:            stderr,
 		})
 	}, writeExportText)
@@ -149,6 +159,11 @@ func writeExportText(w io.Writer, res *export.Result) {
 			fmt.Fprintf(w, "  %s  (for kubernetes/kubernetes, cut on %s)\n", p.File, strings.Join(up.Base, ", "))
 		}
 		fmt.Fprintf(w, "  %s  (its pull request, titled %q)\n", up.PR, up.Title)
+	}
+	for _, pr := range res.PullRequests {
+		if presubmit := pr.Presubmit(); strings.HasPrefix(presubmit, export.Red) {
+			fmt.Fprintf(w, "%s: presubmit %s, exported with --allow-red: its text says so\n", pr.Name, presubmit)
+		}
 	}
 	if res.Verify == "" {
 		fmt.Fprintln(w, "not verified (--no-verify): PR.md quotes no test run")
