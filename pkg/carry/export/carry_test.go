@@ -43,10 +43,11 @@ func TestExportTheCarry(t *testing.T) {
 	if res.Repo != "github.com/kcp-dev/kubernetes" {
 		t.Errorf("repo = %s", res.Repo)
 	}
-	// The carry is on k8s.io/client-go (the detector's) and k8s.io/apiserver,
-	// in dependency order.
-	if len(res.Modules) != 2 || res.Modules[0].Module != "k8s.io/client-go" || res.Modules[1].Module != "k8s.io/apiserver" {
-		t.Errorf("modules = %+v; want the carry on k8s.io/client-go, then k8s.io/apiserver", res.Modules)
+	// The carry is on k8s.io/client-go (the detector's), k8s.io/apiserver
+	// and k8s.io/apiextensions-apiserver (the identity storage's), in
+	// dependency order.
+	if len(res.Modules) != 3 || res.Modules[0].Module != "k8s.io/client-go" || res.Modules[1].Module != "k8s.io/apiserver" || res.Modules[2].Module != "k8s.io/apiextensions-apiserver" {
+		t.Errorf("modules = %+v; want the carry on k8s.io/client-go, then k8s.io/apiserver, then k8s.io/apiextensions-apiserver", res.Modules)
 	}
 	dirs := map[string]string{}
 	for _, m := range res.Modules {
@@ -161,9 +162,18 @@ func TestExportTheCarry(t *testing.T) {
 
 	// The detector is the fork's pull request of its own, after the fix's:
 	// client-go's cheaper detector, the cacher tests' compile fix and the
-	// watch cache's detector.
-	if len(res.ForkPRs) != 1 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 4 {
-		t.Fatalf("later fork pull requests = %+v, want the detector's, four patches", res.ForkPRs)
+	// watch cache's detector. Then the identity storage's: the CRD handler
+	// tests' compile fix and the sweep that keeps the storage.
+	if len(res.ForkPRs) != 2 || res.ForkPRs[0].Name != "detector" || len(res.ForkPRs[0].Patches) != 4 ||
+		res.ForkPRs[1].Name != "identity-storage" || len(res.ForkPRs[1].Patches) != 2 {
+		t.Fatalf("later fork pull requests = %+v, want the detector's, four patches, and the identity storage's, two", res.ForkPRs)
+	}
+	for _, p := range res.ForkPRs[1].Patches {
+		for _, f := range p.Files {
+			if !strings.HasPrefix(f, "staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/") {
+				t.Errorf("the identity storage's patch %s changes %s, outside the CRD handler's package", p.File, f)
+			}
+		}
 	}
 	detector := res.ForkPRs[0]
 	for i, prefix := range []string{"staging/src/k8s.io/client-go/tools/cache/", "staging/src/k8s.io/client-go/tools/cache/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/", "staging/src/k8s.io/apiserver/pkg/storage/cacher/"} {

@@ -43,43 +43,48 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 	}
 
 	const (
+		crdHandler = "k8s.io/apiextensions-apiserver/pkg/apiserver"
 		handlers   = "k8s.io/apiserver/pkg/endpoints/handlers"
 		cacher     = "k8s.io/apiserver/pkg/storage/cacher"
 		toolsCache = "k8s.io/client-go/tools/cache"
 	)
-	if !slices.Equal(report.Packages, []string{handlers, cacher, toolsCache}) {
-		t.Errorf("tested packages = %v, want [%s %s %s]", report.Packages, handlers, cacher, toolsCache)
+	if !slices.Equal(report.Packages, []string{crdHandler, handlers, cacher, toolsCache}) {
+		t.Errorf("tested packages = %v, want [%s %s %s %s]", report.Packages, crdHandler, handlers, cacher, toolsCache)
 	}
 	// The fork's own cacher tests fail on the pristine fork, and tools/cache's
-	// whole suite takes minutes: verify runs the detector's tests alone there.
-	if want := map[string]string{cacher: "^TestWatchCacheMutationDetector", toolsCache: "^TestMutationDetector"}; !maps.Equal(report.Run, want) {
+	// whole suite takes minutes: verify runs the detector's tests alone there,
+	// and the identity storage's test alone in the CRD handler's package.
+	if want := map[string]string{crdHandler: "^TestRemoveDeadStorageKeepsIdentityPartialMetadataStorage$", cacher: "^TestWatchCacheMutationDetector", toolsCache: "^TestMutationDetector"}; !maps.Equal(report.Run, want) {
 		t.Errorf("run patterns = %v, want %v", report.Run, want)
 	}
 	// client-go's two first (the apiserver's 0004 uses 0002's constructor),
-	// then the apiserver's four; 0003 changes only tests, so it has nothing
-	// to fail without.
+	// then the apiserver's four, then apiextensions-apiserver's two (it
+	// requires both); the apiserver's 0003 and apiextensions-apiserver's 0001
+	// change only tests, so they have nothing to fail without.
 	var order []string
 	for _, s := range report.Steps {
 		order = append(order, s.Module+"/"+s.Patch[:4])
 	}
-	if want := []string{"k8s.io/client-go/0001", "k8s.io/client-go/0002", "k8s.io/apiserver/0001", "k8s.io/apiserver/0002", "k8s.io/apiserver/0003", "k8s.io/apiserver/0004"}; !slices.Equal(order, want) {
+	if want := []string{"k8s.io/client-go/0001", "k8s.io/client-go/0002", "k8s.io/apiserver/0001", "k8s.io/apiserver/0002", "k8s.io/apiserver/0003", "k8s.io/apiserver/0004", "k8s.io/apiextensions-apiserver/0001", "k8s.io/apiextensions-apiserver/0002"}; !slices.Equal(order, want) {
 		t.Fatalf("steps = %q, want %q", order, want)
 	}
 	for i, s := range report.Steps {
-		if (s.Without == nil) != (order[i] == "k8s.io/apiserver/0003") {
-			t.Errorf("%s: a step without the patch: %v, want one for every patch but the test-only 0003", s.Patch, s.Without != nil)
+		if testOnly := order[i] == "k8s.io/apiserver/0003" || order[i] == "k8s.io/apiextensions-apiserver/0001"; (s.Without == nil) != testOnly {
+			t.Errorf("%s: a step without the patch: %v, want one for every patch but the test-only ones", s.Patch, s.Without != nil)
 		}
 	}
 	// step is the step of a patch, by module/number.
 	step := func(key string) Step { return report.Steps[slices.Index(order, key)] }
 	// A package is tested from the patch that first changes its tests on.
 	for key, want := range map[string][]string{
-		"k8s.io/client-go/0001": {toolsCache},
-		"k8s.io/client-go/0002": {toolsCache},
-		"k8s.io/apiserver/0001": {handlers, toolsCache},
-		"k8s.io/apiserver/0002": {handlers, toolsCache},
-		"k8s.io/apiserver/0003": {handlers, cacher, toolsCache},
-		"k8s.io/apiserver/0004": {handlers, cacher, toolsCache},
+		"k8s.io/client-go/0001":               {toolsCache},
+		"k8s.io/client-go/0002":               {toolsCache},
+		"k8s.io/apiserver/0001":               {handlers, toolsCache},
+		"k8s.io/apiserver/0002":               {handlers, toolsCache},
+		"k8s.io/apiserver/0003":               {handlers, cacher, toolsCache},
+		"k8s.io/apiserver/0004":               {handlers, cacher, toolsCache},
+		"k8s.io/apiextensions-apiserver/0001": {crdHandler, handlers, cacher, toolsCache},
+		"k8s.io/apiextensions-apiserver/0002": {crdHandler, handlers, cacher, toolsCache},
 	} {
 		if got := packagesOf(step(key).With); !slices.Equal(got, want) {
 			t.Errorf("with %s: tested %v, want %v", key, got, want)
@@ -118,6 +123,12 @@ func TestCarryFailsWithoutAndPassesWith(t *testing.T) {
 		if !slices.Contains(second.FailedTests, test) {
 			t.Errorf("%s without the apiserver's 0002: %s did not fail: %v", handlers, test, second.FailedTests)
 		}
+	}
+	// apiextensions-apiserver's 0002: the identity's storage is torn down on
+	// an unrelated CRD's deletion.
+	sweep := step("k8s.io/apiextensions-apiserver/0002").Without.Packages[0]
+	if !slices.Contains(sweep.FailedTests, "TestRemoveDeadStorageKeepsIdentityPartialMetadataStorage") {
+		t.Errorf("%s without apiextensions-apiserver's 0002: TestRemoveDeadStorageKeepsIdentityPartialMetadataStorage did not fail: %+v", crdHandler, sweep)
 	}
 	if report.Race == noRace {
 		t.Errorf("report.Race = %t with %s=%t", report.Race, envNoRace, noRace)
