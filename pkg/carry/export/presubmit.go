@@ -43,8 +43,8 @@ type PullRequestResult struct {
 	Applies string `json:"applies,omitempty"`
 	Problem string `json:"problem,omitempty"`
 	// RedWithout, for a fix, is "yes" when its tests failed without its
-	// other changes, "no" when they passed, NotRun when they did not run;
-	// "n/a" for the others.
+	// other changes, "no" when they passed, "timed out" when they only ran
+	// out of time, NotRun when they did not run; "n/a" for the others.
 	RedWithout string `json:"redWithout,omitempty"`
 	// Seconds is the wall time of its presubmit.
 	Seconds float64 `json:"seconds,omitempty"`
@@ -54,6 +54,9 @@ type PullRequestResult struct {
 type CheckResult struct {
 	Check
 	Status string `json:"status"`
+	// TimedOut says that a red check ran out of time (go test's -timeout,
+	// or the check's allowance): it proves nothing about what it tests.
+	TimedOut bool `json:"timedOut,omitempty"`
 	// Excerpt is the end of a red check's output.
 	Excerpt []string `json:"excerpt,omitempty"`
 	Seconds float64  `json:"seconds,omitempty"`
@@ -67,6 +70,9 @@ func (r PullRequestResult) Presubmit() string {
 	for _, c := range r.Checks {
 		switch c.Status {
 		case Red:
+			if c.TimedOut {
+				c.Name += ", timed out"
+			}
 			red = append(red, c.Name)
 		case Green:
 			green = append(green, c.Name)
@@ -98,9 +104,9 @@ func (r PullRequestResult) RedCheck() *CheckResult {
 }
 
 // OK says whether nothing that ran went wrong: it applies (or was not
-// run), no check is red, and a fix is red without itself.
+// run), no check is red, and a fix that ran is red without itself.
 func (r PullRequestResult) OK() bool {
-	return r.Applies != "no" && r.RedCheck() == nil && r.RedWithout != "no"
+	return r.Applies != "no" && r.RedCheck() == nil && (r.RedWithout == "yes" || r.RedWithout == "n/a" || r.RedWithout == NotRun)
 }
 
 // result is the pull request as Result and the report list it, its checks
@@ -268,26 +274,34 @@ func Presubmit(ctx context.Context, o PresubmitOptions) (*PresubmitReport, error
 }
 
 // redWithout runs pr's test checks on the series before it with only its
-// tests: "yes" when one fails, "no" when all pass.
+// tests: "yes" when one fails, "no" when all pass, "timed out" when the
+// only failures are time-outs.
 func redWithout(ctx context.Context, env *presubmitEnv, pr *PullRequest, tree string, logf func(string, ...any)) string {
 	defer os.RemoveAll(tree)
 	if err := pr.kind.prepare(ctx, env, pr, tree, withoutPR); err != nil {
 		logf("without it: its tests do not apply: %v", err)
 		return "no"
 	}
-	ran := false
+	ran, timedOut := false, false
 	for _, c := range pr.Presubmit {
 		if !c.Tests || c.E2E {
 			continue
 		}
 		ran = true
 		logf("without it: %s", c)
-		if r := runCheck(ctx, c, tree); r.Status == Red {
+		switch r := runCheck(ctx, c, tree); {
+		case r.TimedOut:
+			logf("without it: timed out, which shows nothing")
+			timedOut = true
+		case r.Status == Red:
 			logf("without it: red, as it must be")
 			return "yes"
 		}
 	}
-	if !ran {
+	switch {
+	case timedOut:
+		return "timed out"
+	case !ran:
 		logf("without it: no check runs its tests")
 	}
 	return "no"
@@ -320,6 +334,13 @@ func runCheck(ctx context.Context, c Check, tree string) CheckResult {
 	if err != nil {
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		r.Status, r.Excerpt = Red, append(lines[max(0, len(lines)-20):], err.Error())
+		r.TimedOut = ctx.Err() != nil || strings.Contains(out.String(), "panic: test timed out after")
+		if i := strings.Index(out.String(), "panic: test timed out after"); i >= 0 {
+			// The end of a time-out is goroutine dumps; its first line and
+			// the tests running then say what ran out of time.
+			head, _, _ := strings.Cut(out.String()[i:], "\n\n")
+			r.Excerpt = strings.Split(head, "\n")
+		}
 	}
 	return r
 }

@@ -156,11 +156,16 @@ func TestPresubmitFake(t *testing.T) {
 	// passIfGood passes when the tree's state is "good".
 	passIfGood := Check{Name: "sh", Command: []string{"sh", "-c", `test "$(cat state)" = good`}, Tests: true}
 	e2e := Check{Name: "e2e", Command: []string{"sh", "-c", "exit 1"}, E2E: true}
+	// timesOutUnlessGood fails as go test does when its -timeout passes,
+	// unless the tree's state is "good".
+	timesOutUnlessGood := Check{Name: "go test", Command: []string{"sh", "-c", `test "$(cat state)" = good || { echo "panic: test timed out after 3m0s"; exit 1; }`}, Tests: true}
 	prs := []*PullRequest{
 		{Name: "passes", Upstream: "example.com/a", Base: "main", Presubmit: []Check{passIfGood, e2e}, kind: fakeKind{with: "good"}},
 		{Name: "fails", Upstream: "example.com/a", Base: "main", Presubmit: []Check{passIfGood}, kind: fakeKind{with: "bad"}},
 		{Name: "fix", Upstream: "example.com/b", Base: "v1", Fix: true, Presubmit: []Check{passIfGood}, kind: fakeKind{with: "good", without: "bad"}},
 		{Name: "fix-green-without", Upstream: "example.com/b", Base: "v1", Fix: true, Presubmit: []Check{passIfGood}, kind: fakeKind{with: "good", without: "good"}},
+		{Name: "times-out", Upstream: "example.com/c", Base: "v2", Presubmit: []Check{timesOutUnlessGood}, kind: fakeKind{with: "slow"}},
+		{Name: "fix-times-out-without", Upstream: "example.com/c", Base: "v2", Fix: true, Presubmit: []Check{timesOutUnlessGood}, kind: fakeKind{with: "good", without: "slow"}},
 	}
 	for _, tc := range []struct {
 		only []string
@@ -173,7 +178,10 @@ func TestPresubmitFake(t *testing.T) {
 			"fails example.com/a main yes red (sh) n/a",
 			"fix example.com/b v1 yes green yes",
 			"fix-green-without example.com/b v1 yes green no",
+			"times-out example.com/c v2 yes red (go test, timed out) n/a",
+			"fix-times-out-without example.com/c v2 yes green timed out",
 		}},
+		{[]string{"fix-times-out-without"}, false, []string{"fix-times-out-without example.com/c v2 yes green timed out"}},
 		{[]string{"passes", "fix"}, true, []string{
 			"passes example.com/a main yes green (e2e not run) n/a",
 			"fix example.com/b v1 yes green yes",
