@@ -3,12 +3,14 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -17,15 +19,20 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/modfile"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/carryset"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcppatches"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/overlay"
+	"github.com/kcp-carry/kcp-carry/pkg/carry/series"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/partialmeta"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server"
 	"github.com/kcp-carry/kcp-carry/pkg/harness/server/servertest"
@@ -126,14 +133,22 @@ const identityFixPR = "identity-partial-metadata"
 //     asserts that leak, so that it notices when kcp changes; with the fix in
 //     the tree it asserts the identity's widgets only;
 //   - the storage's lifetime: a CRD of another resource created and deleted
-//     in root; without the fix the WATCH through a's identity lives on (the
-//     wildcard storage is kept while a CRD of widgets exists), with it the
-//     WATCH ends (the fork's removeDeadStorage tears down every storage not
-//     keyed by a CRD's UID or .wildcard.partial-metadata). Asserted either
-//     way, so that the test notices when the fork keeps the identity's.
+//     in root. Without the fix the WATCH through a's identity lives on (the
+//     wildcard storage is kept while a CRD of widgets exists). With it, the
+//     identity's storage is the fork's to keep: a kcp linking the fork pull
+//     request identity-storage (staging-patches/pull-requests) keeps it while
+//     its bound CRD exists at the resourceVersion its UID names, so the WATCH
+//     stays open 10 s and sends a's next widget; a kcp without it tears it
+//     down on any CRD deletion and the WATCH ends (the positive control,
+//     TestRealKCPSeries' identity-without-fork-patch). Then, with the fix,
+//     a's bound CRD changes (a served version v2): a LIST at v2 through a's
+//     identity answers a's widgets, the next unrelated CRD deletion ends a
+//     WATCH opened on the storage built before the change (nothing stale
+//     is kept), and a WATCH at v2 opened after it sends a's next widget.
 func TestRealKCPIdentityWildcardPartialMetadata(t *testing.T) {
 	bin := kcpBinary(t, "patched")
 	fixed := identityFixCarried(t)
+	kept := identityStorageLinked(t, bin)
 	s, clusters := startKCPWithWorkspacesNamed(t, bin, identityWorkspaces)
 	began := time.Now()
 
@@ -216,29 +231,41 @@ func TestRealKCPIdentityWildcardPartialMetadata(t *testing.T) {
 	// The storage's lifetime. The fork's CRD handler, on every CRD deletion on
 	// the shard (removeDeadStorage), keeps the storage of a real CRD's UID and
 	// the <name>.wildcard.partial-metadata one while a CRD of that resource
-	// exists, and tears down every other: the identity's storage of
-	// kcp-patches/<n>-identity-partial-metadata, whose watches end then. A CRD
-	// of another resource, created and deleted in root: without the fix the
-	// watch through a's identity (served from the wildcard storage) lives on
-	// and sends a's next widget; with it, it ends. Asserted either way, so that
-	// the test notices when kcp or the fork changes (docs/identity.md).
+	// exists; the identity's storage of
+	// kcp-patches/<n>-identity-partial-metadata only with the fork pull
+	// request identity-storage, while its bound CRD is unchanged. A CRD of
+	// another resource, created and deleted in root: the watch through a's
+	// identity lives on without kcp's fix (served from the wildcard storage)
+	// and with both fixes; with kcp's alone, it ends. Asserted either way, so
+	// that the test notices when kcp or the fork changes (docs/identity.md).
 	la := wc.watch(ctx, t, a.identity)
 	lx := wc.watch(ctx, t, "")
 	createAndDeleteCRD(ctx, t, s, "root", "gadgets.lifetime.kcp-carry.io")
 	deleted := time.Now()
-	ended := la.endsWithin(15 * time.Second)
+	within := 15 * time.Second
+	if !fixed || kept {
+		within = 10 * time.Second // it must stay open that long
+	}
+	ended := la.endsWithin(within)
 	a.objects = append(a.objects, createWidget(ctx, t, s, a, "a-after-delete"))
 	lx.until(t, "a-after-delete") // the control: the storage of every widget lives on
 	switch {
-	case fixed && ended == nil:
-		t.Errorf("the wildcard partial-metadata WATCH through a's identity outlived an unrelated CRD deletion on a kcp tree with kcp-patches/*-%s: the fork's removeDeadStorage keeps its storage now; update docs/identity.md and this test", identityFixPR)
-	case fixed:
-		t.Logf("the identity's storage is torn down on an unrelated CRD deletion (the fork's removeDeadStorage): the WATCH through a's identity ended %s after it (%v)", time.Since(deleted).Round(time.Millisecond), ended)
+	case fixed && !kept && ended == nil:
+		t.Errorf("the wildcard partial-metadata WATCH through a's identity outlived an unrelated CRD deletion on a kcp without the fork's pull request %s (kcp tree with kcp-patches/*-%s): the fork keeps its storage now; update docs/identity.md and this test", identityStoragePR, identityFixPR)
+	case fixed && !kept:
+		t.Logf("without the fork's pull request %s the identity's storage is torn down on an unrelated CRD deletion (removeDeadStorage): the WATCH through a's identity ended %s after it (%v)", identityStoragePR, time.Since(deleted).Round(time.Millisecond), ended)
 	case ended != nil:
-		t.Errorf("the wildcard partial-metadata WATCH through a's identity ended after an unrelated CRD deletion, on a kcp tree without kcp-patches/*-%s: %v", identityFixPR, ended)
+		t.Errorf("the wildcard partial-metadata WATCH through a's identity ended after an unrelated CRD deletion (kcp-patches/*-%s in the tree: %t, the fork's pull request %s linked: %t): %v", identityFixPR, fixed, identityStoragePR, kept, ended)
 	default:
 		la.until(t, "a-after-delete")
-		t.Logf("the WATCH through a's identity outlived an unrelated CRD deletion (served from the wildcard storage) and sent a-after-delete")
+		if fixed {
+			t.Logf("the identity's storage outlived an unrelated CRD deletion (the fork's pull request %s): the WATCH through a's identity stayed open %s and sent a-after-delete", identityStoragePR, within)
+		} else {
+			t.Logf("the WATCH through a's identity outlived an unrelated CRD deletion (served from the wildcard storage) and sent a-after-delete")
+		}
+	}
+	if fixed {
+		boundCRDChanges(ctx, t, s, wc, a)
 	}
 	t.Logf("the test's requests took %s after kcp and its workspaces were ready", time.Since(began).Round(time.Millisecond))
 	expectCleanOutput(t, s.Server)
@@ -270,6 +297,159 @@ func identityFixCarried(t *testing.T) bool {
 	t.Fatalf("no kcp-patches/<n>-%s", identityFixPR)
 	return false
 }
+
+// identityStoragePR is the fork's pull request (staging-patches/pull-requests)
+// that keeps the storage of a wildcard partial-metadata request through an
+// identity while its bound CRD is unchanged.
+const identityStoragePR = "identity-storage"
+
+// identityStoragePatches are the patches of the fork's pull request
+// identityStoragePR: its module, and the patch that starts it and the
+// module's patches after it, as `carry build --without` names them
+// (<module>/<patch file>).
+func identityStoragePatches(t *testing.T, root string) (mod string, patches []string) {
+	t.Helper()
+	file := filepath.Join(root, "staging-patches", "pull-requests")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := series.Lines(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for _, l := range lines {
+		if len(l.Fields) == 2 && l.Fields[0] == identityStoragePR {
+			mod, first = path.Dir(l.Fields[1]), path.Base(l.Fields[1])
+		}
+	}
+	if first == "" {
+		t.Fatalf("%s: no pull request %s", file, identityStoragePR)
+	}
+	c, err := carryset.Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Modules {
+		if m.Module != mod {
+			continue
+		}
+		names := m.Series.Names()
+		i := slices.Index(names, first)
+		if i < 0 {
+			t.Fatalf("%s: %s/%s is not in the series", file, mod, first)
+		}
+		for _, n := range names[i:] {
+			patches = append(patches, mod+"/"+n)
+		}
+		return mod, patches
+	}
+	t.Fatalf("%s: %s is not carried", file, mod)
+	return "", nil
+}
+
+// identityStorageLinked says whether the kcp binary bin links every patch of
+// identityStoragePR: its build info names the overlay directory it linked
+// the module from, and that overlay's stamp the patches applied there.
+func identityStorageLinked(t *testing.T, bin string) bool {
+	t.Helper()
+	mod, patches := identityStoragePatches(t, testfs.RepoRoot(t))
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	for _, d := range info.Deps {
+		if d.Path == mod && d.Replace != nil && modfile.IsDirectoryPath(d.Replace.Path) {
+			dir = d.Replace.Path
+		}
+	}
+	if dir == "" {
+		t.Logf("%s links %s from no overlay: without the fork's pull request %s", bin, mod, identityStoragePR)
+		return false
+	}
+	overlayDir := strings.TrimSuffix(filepath.Clean(dir), string(filepath.Separator)+filepath.FromSlash(mod))
+	st, err := overlay.ReadStamp(overlayDir, mod)
+	if err != nil {
+		t.Fatalf("%s links %s from %s: %v", bin, mod, dir, err)
+	}
+	for _, p := range patches {
+		if !slices.Contains(st.Patches, path.Base(p)) {
+			t.Logf("%s links %s from %s, whose patches %v leave out %s: without the fork's pull request %s", bin, mod, dir, st.Patches, p, identityStoragePR)
+			return false
+		}
+	}
+	t.Logf("%s links %s from %s with the fork's pull request %s (%v)", bin, mod, dir, identityStoragePR, patches)
+	return true
+}
+
+// boundCRDChanges adds a served version v2 to the CRD bound for p's
+// identity (in system:bound-crds, as the shard admin), with a WATCH through
+// p's identity open on the storage built before the change. A LIST at v2
+// through the identity must answer p's widgets (a storage built from the CRD
+// as it is now); the next unrelated CRD deletion must end the old WATCH (the
+// storage of a CRD's older resourceVersion is not kept); a WATCH at v2
+// opened after it must send p's next widget.
+func boundCRDChanges(ctx context.Context, t *testing.T, s *server.KCP, wc *wildcardClient, p *identityProvider) {
+	t.Helper()
+	old := wc.watch(ctx, t, p.identity)
+	binding, err := dynamicFor(t, s, p.cluster).Resource(apiBindingsGVR).Get(ctx, identityResource, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, _, _ := unstructured.NestedSlice(binding.Object, "status", "boundResources")
+	if len(bound) != 1 {
+		t.Fatalf("APIBinding %s|%s has bound resources %v, want one", p.cluster, identityResource, bound)
+	}
+	name, _, _ := unstructured.NestedString(bound[0].(map[string]any), "schema", "UID")
+	if name == "" {
+		t.Fatalf("APIBinding %s|%s: no schema UID in its bound resource %v", p.cluster, identityResource, bound[0])
+	}
+	crds := dynamicFor(t, s, boundCRDsCluster).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	poll(ctx, t, "version v2 added to the CRD "+boundCRDsCluster+"|"+name, func(ctx context.Context) (bool, error) {
+		crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		if len(versions) == 0 {
+			return false, fmt.Errorf("the CRD %s|%s has no versions", boundCRDsCluster, name)
+		}
+		v2 := runtime.DeepCopyJSON(versions[0].(map[string]any))
+		v2["name"], v2["storage"] = "v2", false
+		if err := unstructured.SetNestedSlice(crd.Object, append(versions, v2), "spec", "versions"); err != nil {
+			return false, err
+		}
+		_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	changed := time.Now()
+	v2 := wc.at("v2")
+	var got []seenObject
+	var last error
+	poll(ctx, t, "a partial LIST at v2 through "+p.tag+"'s identity", func(ctx context.Context) (bool, error) {
+		got, last = v2.tryList(ctx, p.identity)
+		return last == nil, nil
+	})
+	if foreign, missing := crossTalk(*p, got); len(foreign)+len(missing) > 0 {
+		t.Errorf("partial LIST at v2 through %s's identity after its bound CRD changed: foreign %v, missing %v", p.tag, foreign, missing)
+	}
+	t.Logf("a partial LIST at v2 through %s's identity answered its %d widgets %s after v2 was added to its bound CRD", p.tag, len(got), time.Since(changed).Round(time.Millisecond))
+	createAndDeleteCRD(ctx, t, s, "root", "gizmos.lifetime.kcp-carry.io")
+	if err := old.endsWithin(15 * time.Second); err == nil {
+		t.Errorf("the WATCH through %s's identity on the storage built before its bound CRD changed outlived the next CRD deletion by 15 s: that storage is kept", p.tag)
+	} else {
+		t.Logf("the WATCH on the storage built before the bound CRD changed ended at the next CRD deletion (%v)", err)
+	}
+	w := v2.watch(ctx, t, p.identity)
+	p.objects = append(p.objects, createWidget(ctx, t, s, p, p.tag+"-after-change"))
+	w.until(t, p.tag+"-after-change")
+	t.Logf("a WATCH at v2 through %s's identity, opened after that deletion, sent %s-after-change", p.tag, p.tag)
+}
+
+// boundCRDsCluster is the logical cluster of the CRDs kcp binds.
+const boundCRDsCluster = "system:bound-crds"
 
 // startKCPWithWorkspacesNamed runs kcp on a temporary root directory with
 // the workspaces root:<name> and returns it with their logical clusters.
@@ -432,8 +612,16 @@ func poll(ctx context.Context, t *testing.T, what string, cond wait.ConditionWit
 
 // wildcardClient sends the shard admin's wildcard requests for widgets.
 type wildcardClient struct {
-	base string
-	hc   *http.Client
+	base    string
+	version string
+	hc      *http.Client
+}
+
+// at is the same client for widgets at version.
+func (c *wildcardClient) at(version string) *wildcardClient {
+	at := *c
+	at.version = version
+	return &at
 }
 
 func newWildcardClient(t *testing.T, s *server.KCP) *wildcardClient {
@@ -443,7 +631,7 @@ func newWildcardClient(t *testing.T, s *server.KCP) *wildcardClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &wildcardClient{base: strings.TrimSuffix(cfg.Host, "/"), hc: hc}
+	return &wildcardClient{base: strings.TrimSuffix(cfg.Host, "/"), version: identityVersion, hc: hc}
 }
 
 // path is the wildcard collection of widgets, through identity when given.
@@ -452,7 +640,7 @@ func (c *wildcardClient) path(identity string) string {
 	if identity != "" {
 		r += ":" + identity
 	}
-	return c.base + "/clusters/*/apis/" + identityGroup + "/" + identityVersion + "/" + r
+	return c.base + "/clusters/*/apis/" + identityGroup + "/" + c.version + "/" + r
 }
 
 // list sends one wildcard LIST, partial metadata or full objects, and
@@ -471,7 +659,7 @@ func (c *wildcardClient) list(ctx context.Context, t *testing.T, identity, rv st
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKind := identityGroup + "/" + identityVersion + " WidgetList"
+	wantKind := identityGroup + "/" + c.version + " WidgetList"
 	if partial {
 		req.Header.Set("Accept", partialmeta.ListAccept(partialmeta.V1))
 		wantKind = "meta.k8s.io/v1 PartialObjectMetadataList"
@@ -513,6 +701,38 @@ func (c *wildcardClient) list(ctx context.Context, t *testing.T, identity, rv st
 		out = append(out, seenObject{Name: it.Metadata.Name, Cluster: it.Metadata.Annotations["kcp.io/cluster"]})
 	}
 	return out, list.Metadata.ResourceVersion
+}
+
+// tryList sends one wildcard partial-metadata LIST through identity and
+// returns its items, or an error for any answer but 200.
+func (c *wildcardClient) tryList(ctx context.Context, identity string) ([]seenObject, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.path(identity), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", partialmeta.ListAccept(partialmeta.V1))
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("LIST %s: %s: %s", req.URL, resp.Status, body)
+	}
+	var list struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("LIST %s: %w", req.URL, err)
+	}
+	out := make([]seenObject, 0, len(list.Items))
+	for _, it := range list.Items {
+		out = append(out, seenObject{Name: it.Metadata.Name, Cluster: it.Metadata.Annotations["kcp.io/cluster"]})
+	}
+	return out, nil
 }
 
 // openWatch is one wildcard partial-metadata WATCH being read.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,11 @@ const seriesMaxRate = 5000
 //     adds or changes (seriesE2ETests: read from the patches) pass, and kcp
 //     reports no changed object;
 //   - identity: TestRealKCPIdentityWildcardPartialMetadata's check on it
-//     sees no foreign object through an identity;
+//     sees no foreign object through an identity, and the identity's
+//     storage outlives an unrelated CRD deletion;
+//   - identity-without-fork-patch: the same check on the series' kcp built
+//     without the fork's pull request identity-storage (carry build
+//     --without): the identity's storage is torn down, its WATCH ends;
 //   - seed-load: the suite's load (8 wildcard partial-metadata listers, 2
 //     watchers, 4 writers) for KCP_CARRY_SERIES_LOAD (default 10m): kcp alive,
 //     0 failed requests, every check held, nothing stored in etcd, no
@@ -305,6 +310,28 @@ func runSeries(t *testing.T, src string) {
 	})
 	rec.Identity = map[bool]string{true: "pass", false: "fail"}[ok]
 	rec.step("TestRealKCPIdentityWildcardPartialMetadata on the series' kcp", began, ok, "")
+
+	// Its positive control for the identity storage's lifetime: the same
+	// test on the series' kcp built without the fork's pull request
+	// identity-storage (carry build --without), where the WATCH through an
+	// identity must end at an unrelated CRD deletion.
+	began = time.Now()
+	ok = t.Run("identity-without-fork-patch", func(t *testing.T) {
+		expectSeriesUnchanged(t, root, forms)
+		_, without := identityStoragePatches(t, root)
+		res, err := kcpbuild.Build(context.Background(), kcpbuild.Options{
+			Root: root, KCPSource: tree, Commands: []string{"cmd/kcp"}, OutDir: binDir,
+			KCPVersion: version + "-series", Without: without, Progress: io.Discard,
+		})
+		if err != nil {
+			t.Fatalf("carry build --kcp-source %s --without %s: %v", tree, strings.Join(without, " --without "), err)
+		}
+		t.Setenv(EnvKCPSource, tree)
+		t.Setenv(EnvKCPBinDir, binDir)
+		t.Setenv("KCP_BINARY", res.Binaries[0])
+		TestRealKCPIdentityWildcardPartialMetadata(t)
+	})
+	rec.step("TestRealKCPIdentityWildcardPartialMetadata on the series' kcp without the fork's pull request "+identityStoragePR+" (its watch must end)", began, ok, "")
 
 	began = time.Now()
 	loadOK := t.Run("seed-load", func(t *testing.T) { seriesSeedLoad(t, rec) })
