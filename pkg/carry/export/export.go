@@ -248,7 +248,6 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err := o.Carry.CheckNotEmpty(); err != nil {
 		return nil, err
 	}
-	ins := o.Carry.Modules
 	ev, err := loadVerifyReport(o)
 	if err != nil {
 		return nil, err
@@ -257,11 +256,6 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	mods, repo, base, err := locate(ins)
-	if err != nil {
-		return nil, err
-	}
-
 	work, err := os.MkdirTemp("", "carry-export-")
 	if err != nil {
 		return nil, err
@@ -269,10 +263,8 @@ func Run(ctx context.Context, opts Options) (res *Result, err error) {
 	defer os.RemoveAll(work)
 
 	g := newGitRepo(filepath.Join(work, "fork"))
-	if err := extractPristine(ctx, o.Root, mods, g.Dir); err != nil {
-		return nil, err
-	}
-	if mods, err = orderModules(mods, g.Dir); err != nil {
+	mods, repo, base, err := pristineFork(ctx, o.Carry, g.Dir)
+	if err != nil {
 		return nil, err
 	}
 	if err := g.initBase(ctx); err != nil {
@@ -459,6 +451,22 @@ func locate(ins []*carryset.Carried) (mods []*carried, repo, base string, err er
 		}
 		dirs[loc.Dir] = in.Module
 		mods = append(mods, m)
+	}
+	return mods, repo, base, nil
+}
+
+// pristineFork locates c's modules in the fork (locate), extracts their
+// verified zips at their fork directories under dir (extractPristine) and
+// orders them as those go.mod files require (orderModules).
+func pristineFork(ctx context.Context, c *carryset.Carry, dir string) (mods []*carried, repo, base string, err error) {
+	if mods, repo, base, err = locate(c.Modules); err != nil {
+		return nil, "", "", err
+	}
+	if err := extractPristine(ctx, c.Root, mods, dir); err != nil {
+		return nil, "", "", err
+	}
+	if mods, err = orderModules(mods, dir); err != nil {
+		return nil, "", "", err
 	}
 	return mods, repo, base, nil
 }

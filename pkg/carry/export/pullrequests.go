@@ -326,19 +326,13 @@ func kcpValue(pr *PullRequest, s *series.Series) *PullRequest {
 // extracts the pristine fork modules into a scratch directory to order the
 // carried modules as the export does.
 func PullRequests(ctx context.Context, c *carryset.Carry) ([]*PullRequest, error) {
-	mods, _, _, err := locate(c.Modules)
-	if err != nil {
-		return nil, err
-	}
 	work, err := os.MkdirTemp("", "carry-pullrequests-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	if err := extractPristine(ctx, c.Root, mods, work); err != nil {
-		return nil, err
-	}
-	if mods, err = orderModules(mods, work); err != nil {
+	mods, _, _, err := pristineFork(ctx, c, work)
+	if err != nil {
 		return nil, err
 	}
 	src, err := loadSources(c, mods)
