@@ -192,7 +192,13 @@ test-kcp-main: kcp-main
 SERIES_LOAD ?= 10m
 test-series: overlay
 	@test -d "$(KCP_MAIN_SOURCE)" || { echo "make test-series: set KCP_MAIN_SOURCE=<kcp main tree> (a directory; KCP_SOURCE=<kcp v0.32.3 tree> adds the release-0.32 form)" >&2; exit 1; }
-	KCP_CARRY_SERIES_LOAD=$(SERIES_LOAD) $(GO) test -timeout 240m -count=1 -v -run '^TestRealKCPSeries$$' ./test/e2e/
+	@mkdir -p .build
+	@# Every pull request's presubmit, kcp's e2e checks included, one table (.build/presubmit-table.txt); then kcp
+	@# after the series under its e2e tests and the load. Both run; either failing fails the target.
+	$(CARRY) presubmit --e2e --kcp-source "$(KCP_MAIN_SOURCE)" $(if $(KCP_SOURCE),--kcp-release-source "$(KCP_SOURCE)") >.build/presubmit-table.txt; \
+	presubmit=$$?; cat .build/presubmit-table.txt; \
+	KCP_CARRY_SERIES_LOAD=$(SERIES_LOAD) $(GO) test -timeout 240m -count=1 -v -run '^TestRealKCPSeries$$' ./test/e2e/; \
+	series=$$?; [ $$presubmit -eq 0 ] && [ $$series -eq 0 ]
 
 # The fork's watch cache mutation detector on real kcp (docs/detector.md):
 # on KCP_SOURCE and KCP_MAIN_SOURCE, kcp built two ways (carry build
