@@ -399,7 +399,7 @@ func TestExportKCPTexts(t *testing.T) {
 	)
 	testfs.ContainsAll(t, "the second pin bump's PR.md", testfs.Read(t, filepath.Join(out, res.KCPPRs[3].PR)),
 		"after kcp-dev/kubernetes#1234, so it comes after the first pin bump, to v0.0.0-20261201120000-0123456789ab, which fixes #4551.",
-		"BRANCH=v0.0.0-<date>-<commit> ./hack/bump-k8s.sh   # the fork commit that merged the detector's pull request\n",
+		"BRANCH=v0.0.0-<date>-<commit> ./hack/bump-k8s.sh   # the fork commit that merged both\n",
 	)
 	reviewChecklist(t, out, res, false)
 
