@@ -105,9 +105,7 @@ func (r PullRequestResult) RedCheck() *CheckResult {
 
 // OK says whether nothing that ran went wrong: it applies (or was not
 // run), no check is red, and a fix that ran is red without itself.
-func (r PullRequestResult) OK() bool {
-	return r.Applies != "no" && r.RedCheck() == nil && (r.RedWithout == "yes" || r.RedWithout == "n/a" || r.RedWithout == NotRun)
-}
+func (r PullRequestResult) OK() bool { return presubmitRed(r) == "" }
 
 // result is the pull request as Result and the report list it, its checks
 // not run.
@@ -393,7 +391,9 @@ func checkPresubmits(prs []*PullRequest, report map[string]PullRequestResult, fi
 }
 
 // presubmitRed says what is red in r: a check, its patches not applying,
-// or a fix whose tests pass without it; "" for nothing.
+// or a fix whose tests do not fail without it (they pass, or only time
+// out); "" for nothing. carry presubmit's exit status (OK) and the export's
+// refusal both judge by it.
 func presubmitRed(r PullRequestResult) string {
 	switch c := r.RedCheck(); {
 	case c != nil:
@@ -402,6 +402,8 @@ func presubmitRed(r PullRequestResult) string {
 		return "it does not apply: " + r.Problem
 	case r.RedWithout == "no":
 		return "its tests pass without its changes"
+	case r.RedWithout != "yes" && r.RedWithout != "n/a" && r.RedWithout != NotRun:
+		return "its tests without its changes did not fail: " + r.RedWithout
 	}
 	return ""
 }
