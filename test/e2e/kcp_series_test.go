@@ -8,13 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/kcp-carry/kcp-carry/internal/testfs"
 	"github.com/kcp-carry/kcp-carry/pkg/carry/kcpbuild"
@@ -542,46 +539,13 @@ func outcomes(p kcpe2e.Package, res *kcpe2e.Result) []seriesOutcome {
 	return out
 }
 
-// funcTest matches a top-level test function's line in a Go file.
-var funcTest = regexp.MustCompile(`^func (Test[A-Za-z0-9_]*)\(t \*testing\.T\)`)
-
 // seriesE2ETests are the top-level tests a pull request's patches add or
 // change under kcp's test/e2e/: those whose body a hunk's added or removed
 // line is in (the function the hunk header names, or one the hunk starts).
 func seriesE2ETests(s *series.Series) []seriesTest {
 	var tests []seriesTest
-	for _, p := range s.Patches {
-		for _, f := range p.Files {
-			name := f.NewName
-			if f.IsDelete || !strings.HasPrefix(name, "test/e2e/") || !strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			dir := filepath.ToSlash(filepath.Dir(name))
-			for _, frag := range f.TextFragments {
-				current := ""
-				if m := funcTest.FindStringSubmatch(strings.TrimSpace(frag.Comment)); m != nil {
-					current = m[1]
-				}
-				for _, l := range frag.Lines {
-					if m := funcTest.FindStringSubmatch(l.Line); m != nil {
-						current = m[1]
-					} else if strings.HasPrefix(l.Line, "}") {
-						// The end of a function at the left margin: a change
-						// after it is in no test until the next starts.
-						if l.Op == gitdiff.OpContext {
-							current = ""
-							continue
-						}
-					}
-					if current != "" && l.Op != gitdiff.OpContext {
-						t := seriesTest{Dir: dir, Name: current}
-						if !slices.Contains(tests, t) {
-							tests = append(tests, t)
-						}
-					}
-				}
-			}
-		}
+	for _, t := range series.ChangedTests(s.Patches, "test/e2e/") {
+		tests = append(tests, seriesTest{Dir: t.Dir, Name: t.Name})
 	}
 	return tests
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -458,38 +457,16 @@ func dotSlash(dirs []string) []string {
 	return out
 }
 
-var (
-	// addedTest is a test function a patch adds; changedTest a hunk's
-	// header naming the test function it changes.
-	addedTest   = regexp.MustCompile(`(?m)^\+func (Test\w+)\(`)
-	changedTest = regexp.MustCompile(`^func (Test\w+)\(`)
-)
-
 // e2eTests are the tests, by package directory under test/e2e, that
 // patches add or change.
 func e2eTests(patches []PRPatch) map[string][]string {
-	tests := map[string][]string{}
+	var ps []*series.Patch
 	for _, p := range patches {
-		for _, f := range p.Patch.Files {
-			if f.IsDelete || !strings.HasPrefix(f.NewName, "test/e2e/") || !isTestFile(f.NewName) {
-				continue
-			}
-			dir := path.Dir(f.NewName)
-			for _, fr := range f.TextFragments {
-				var names []string
-				if m := changedTest.FindStringSubmatch(fr.Comment); m != nil {
-					names = append(names, m[1])
-				}
-				for _, m := range addedTest.FindAllStringSubmatch(fr.String(), -1) {
-					names = append(names, m[1])
-				}
-				for _, n := range names {
-					if !slices.Contains(tests[dir], n) {
-						tests[dir] = append(tests[dir], n)
-					}
-				}
-			}
-		}
+		ps = append(ps, p.Patch)
+	}
+	tests := map[string][]string{}
+	for _, t := range series.ChangedTests(ps, "test/e2e/") {
+		tests[t.Dir] = append(tests[t.Dir], t.Name)
 	}
 	for dir := range tests {
 		slices.Sort(tests[dir])
