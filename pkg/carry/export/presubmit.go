@@ -330,13 +330,15 @@ func runCheck(ctx context.Context, c Check, tree string) CheckResult {
 	err := cmd.Run()
 	r := CheckResult{Check: c, Status: Green, Seconds: time.Since(start).Round(time.Second).Seconds()}
 	if err != nil {
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		text := out.String()
+		lines := strings.Split(strings.TrimSpace(text), "\n")
 		r.Status, r.Excerpt = Red, append(lines[max(0, len(lines)-20):], err.Error())
-		r.TimedOut = ctx.Err() != nil || strings.Contains(out.String(), "panic: test timed out after")
-		if i := strings.Index(out.String(), "panic: test timed out after"); i >= 0 {
+		i := strings.Index(text, "panic: test timed out after")
+		r.TimedOut = ctx.Err() != nil || i >= 0
+		if i >= 0 {
 			// The end of a time-out is goroutine dumps; its first line and
 			// the tests running then say what ran out of time.
-			head, _, _ := strings.Cut(out.String()[i:], "\n\n")
+			head, _, _ := strings.Cut(text[i:], "\n\n")
 			r.Excerpt = strings.Split(head, "\n")
 		}
 	}
