@@ -411,7 +411,8 @@ func presubmitRed(r PullRequestResult) string {
 }
 
 // redNote is the line a pull request's text gets when it is exported with
-// a red presubmit (--allow-red).
+// a red presubmit (--allow-red). The text stands alone, so it names the
+// check, which the reader can run, and not the tool that ran it.
 func redNote(r PullRequestResult) string {
-	return fmt.Sprintf("\n**Presubmit red.** `carry presubmit` found %s's presubmit red: %s. It is exported with `--allow-red`: do not open it until that passes.\n", r.Name, presubmitRed(r))
+	return fmt.Sprintf("\n**Not ready to merge.** On its base, %s: hold this pull request until that passes.\n", presubmitRed(r))
 }
