@@ -58,8 +58,8 @@ const seriesMaxRate = 5000
 //     watchers, 4 writers) for KCP_CARRY_SERIES_LOAD (default 10m): kcp alive,
 //     0 failed requests, every check held, nothing stored in etcd, no
 //     detector report;
-//   - stock: on stock kcp, the e2e tests of every pull request that is a
-//     fix (isFix) fail; the others' are run and recorded only.
+//   - stock: on stock kcp, the e2e tests of every pull request whose tests
+//     need the series (failsOnStock) fail; the others' are run and recorded only.
 //
 // It writes series.json there and prints the table of it: each pull
 // request, its form, whether it applies, its e2e tests on the series' kcp
@@ -114,12 +114,14 @@ type seriesPR struct {
 	// earlier pull request did not apply).
 	Applies    string `json:"applies"`
 	ApplyError string `json:"applyError,omitempty"`
-	// Fix says its e2e tests must fail on stock kcp (isFix), and why.
-	Fix       bool            `json:"fix"`
-	FixReason string          `json:"fixReason"`
-	Tests     []seriesTest    `json:"tests"`
-	OnSeries  []seriesOutcome `json:"onSeries,omitempty"`
-	OnStock   []seriesOutcome `json:"onStock,omitempty"`
+	// FailsOnStock says its e2e tests must fail on stock kcp, and why: not the
+	// export's Fix (red without its own changes), since a pin bump's tests
+	// need the fork's fix, not the bump.
+	FailsOnStock    bool            `json:"failsOnStock"`
+	FailsOnStockWhy string          `json:"failsOnStockWhy"`
+	Tests           []seriesTest    `json:"tests"`
+	OnSeries        []seriesOutcome `json:"onSeries,omitempty"`
+	OnStock         []seriesOutcome `json:"onStock,omitempty"`
 }
 
 // seriesStep is one step's time.
@@ -201,7 +203,7 @@ func runSeries(t *testing.T, src string) {
 			p.Applies, p.Patches, p.Hash = "yes", len(forms[i].Patches), forms[i].Hash
 			p.Form, _ = filepath.Rel(root, forms[i].Dir)
 			p.Tests = seriesE2ETests(forms[i])
-			p.Fix, p.FixReason = isFix(pr, forms[i])
+			p.FailsOnStock, p.FailsOnStockWhy = failsOnStock(pr, forms[i])
 		case i == len(forms) && applyErr != nil:
 			p.Applies, p.ApplyError = "no", applyErr.Error()
 		}
@@ -212,7 +214,7 @@ func runSeries(t *testing.T, src string) {
 		t.Fatalf("the series does not apply to %s: %v", src, applyErr)
 	}
 	for _, p := range rec.PRs {
-		t.Logf("kcp-patches/%s: applied %s (%d patches); e2e tests %v; fix: %t (%s)", p.Name, p.Form, p.Patches, p.Tests, p.Fix, p.FixReason)
+		t.Logf("kcp-patches/%s: applied %s (%d patches); e2e tests %v; fails on stock: %t (%s)", p.Name, p.Form, p.Patches, p.Tests, p.FailsOnStock, p.FailsOnStockWhy)
 	}
 
 	// The builds: the series' kcp with the carry, stock kcp from the tree.
@@ -462,11 +464,11 @@ func seriesOnStock(t *testing.T, rec *seriesRecord, tree string, tests []seriesT
 		for _, tst := range p.Tests {
 			o := onStock[tst]
 			p.OnStock = append(p.OnStock, o)
-			if !p.Fix {
+			if !p.FailsOnStock {
 				continue
 			}
 			if o.Outcome != kcpe2e.Fail {
-				t.Errorf("positive control: kcp-patches/%s is a fix (%s), but its %s %s on stock kcp; want it to fail", p.Name, p.FixReason, tst, o.Outcome)
+				t.Errorf("positive control: kcp-patches/%s must fail on stock kcp (%s), but its %s %s there", p.Name, p.FailsOnStockWhy, tst, o.Outcome)
 				continue
 			}
 			if o.Why == "" {
@@ -550,12 +552,12 @@ func seriesE2ETests(s *series.Series) []seriesTest {
 	return tests
 }
 
-// isFix says whether a pull request's e2e tests must fail on stock kcp, and
+// failsOnStock says whether a pull request's e2e tests must fail on stock kcp, and
 // why: it changes kcp's own code (a Go file outside test/ that is no test),
 // so its tests need it; or it is a pin bump (<n>-pin-bump), whose fix is
 // the fork's, the carry, that the bump brings to kcp. The others (a new
 // CI target, a test that pins what kcp does today) only need to pass.
-func isFix(pr *kcppatches.PR, form *series.Series) (bool, string) {
+func failsOnStock(pr *kcppatches.PR, form *series.Series) (bool, string) {
 	for _, p := range form.Patches {
 		for _, f := range p.Files {
 			n := f.NewName
@@ -643,7 +645,7 @@ func seriesTable(rec *seriesRecord) string {
 			}
 		}
 		fix := "no"
-		if p.Fix {
+		if p.FailsOnStock {
 			fix = "yes: must fail on stock"
 		}
 		var names []string
@@ -705,7 +707,7 @@ func TestSeriesE2ETests(t *testing.T) {
 	seen := 0
 	for _, pr := range prs {
 		tests := seriesE2ETests(pr.Series)
-		fix, why := isFix(pr, pr.Series)
+		fix, why := failsOnStock(pr, pr.Series)
 		_, name, _ := strings.Cut(pr.Name, "-")
 		w, ok := want[name]
 		if !ok {
