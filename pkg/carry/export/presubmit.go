@@ -320,7 +320,9 @@ func runCheck(ctx context.Context, c Check, tree string) CheckResult {
 	if c.Workspace {
 		gowork = "GOWORK=" + filepath.Join(tree, "go.work")
 	}
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), gowork)
+	// cmd.Environ, not os.Environ: it sets PWD to cmd.Dir, as a shell's cd
+	// does; kcp's Makefile puts its test server's files in $(PWD).
+	cmd.Env = append(slices.DeleteFunc(cmd.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), gowork)
 	if slices.Contains(c.Command, "-race") {
 		// -race needs cgo, whatever the caller's environment says.
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=1")

@@ -265,3 +265,19 @@ func TestExportPresubmitReport(t *testing.T) {
 		t.Errorf("Result.PullRequests = %q, want %q", names, want)
 	}
 }
+
+// TestRunCheckPWD: a check sees PWD as its own directory, as after a
+// shell's cd; kcp's Makefile puts its test server's files in $(PWD), so
+// the caller's PWD would send them out of the tree (the e2e check failed so).
+func TestRunCheckPWD(t *testing.T) {
+	tree := t.TempDir()
+	if err := os.Mkdir(filepath.Join(tree, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(tree, "sub")
+	// awk, not sh: sh resets a PWD that is not its directory; make does not.
+	c := Check{Name: "pwd", Dir: "sub", Command: []string{"awk", `BEGIN { if (ENVIRON["PWD"] != "` + want + `") { print "PWD=" ENVIRON["PWD"]; exit 1 } }`}}
+	if r := runCheck(context.Background(), c, tree); r.Status != Green {
+		t.Errorf("runCheck in %s: %s %q", want, r.Status, r.Excerpt)
+	}
+}
