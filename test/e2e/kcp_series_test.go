@@ -437,8 +437,8 @@ func (l *seriesLoadRecord) summary() string {
 }
 
 // seriesOnStock runs the series' e2e tests on stock kcp, each test alone, in
-// merge order, on one kcp started again if a test left it dead; a fix's
-// tests must fail there.
+// merge order, on one kcp started again if a test left it dead; the tests
+// of one that failsOnStock must fail there.
 func seriesOnStock(t *testing.T, rec *seriesRecord, tree string, tests []seriesTest, bins *kcpTestBinaries, logDir string) {
 	stockDir := filepath.Join(logDir, "stock")
 	var s *server.KCP
@@ -635,7 +635,7 @@ func writeSeriesRecord(t *testing.T, work string, rec *seriesRecord) {
 func seriesTable(rec *seriesRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kcp after the series: %s (copy %s)\n\n", rec.Tree, rec.Copy)
-	b.WriteString("| kcp pull request | applies | fix | its e2e tests | on the series' kcp | on stock kcp |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| kcp pull request | applies | must fail on stock | its e2e tests | on the series' kcp | on stock kcp |\n|---|---|---|---|---|---|\n")
 	for _, p := range rec.PRs {
 		applies := p.Applies
 		if p.Applies == "yes" {
@@ -644,18 +644,18 @@ func seriesTable(rec *seriesRecord) string {
 				applies += ", " + filepath.Base(p.Form)
 			}
 		}
-		fix := "no"
+		mustFail := "no"
 		if p.FailsOnStock {
-			fix = "yes: must fail on stock"
+			mustFail = "yes"
 		}
 		var names []string
 		for _, t := range p.Tests {
 			names = append(names, "`"+t.Name+"`")
 		}
 		if len(names) == 0 {
-			names, fix = []string{"none"}, "—"
+			names, mustFail = []string{"none"}, "—"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p.Name, applies, fix, strings.Join(names, ", "), outcomeCells(p.OnSeries), outcomeCells(p.OnStock))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p.Name, applies, mustFail, strings.Join(names, ", "), outcomeCells(p.OnSeries), outcomeCells(p.OnStock))
 	}
 	b.WriteString("\n| step | time | ok | note |\n|---|---|---|---|\n")
 	for _, s := range rec.Steps {
@@ -685,19 +685,19 @@ func outcomeCells(outs []seriesOutcome) string {
 }
 
 // TestSeriesE2ETests checks, without kcp, what TestRealKCPSeries reads from
-// kcp-patches/: the e2e tests each pull request adds or changes, and which
-// are fixes. The pin bump's is kcp's regression test (kcpe2e.Regression),
+// kcp-patches/: the e2e tests each pull request adds or changes, and whose
+// must fail on stock kcp. The pin bump's is kcp's regression test (kcpe2e.Regression),
 // the watch-cache and identity pull requests' are kcpe2e.WatchCachesApart's
-// and IdentityIsolation's; the pin bump and the identity fix are fixes, the
-// race target and the watch-cache test are not.
+// and IdentityIsolation's; the pin bump's and the identity fix's must fail
+// on stock, the race target's and the watch-cache test's need not.
 func TestSeriesE2ETests(t *testing.T) {
 	prs, err := kcppatches.Load(testfs.RepoRoot(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]struct {
-		tests []string
-		fix   bool
+		tests        []string
+		failsOnStock bool
 	}{
 		"pin-bump":                      {kcpe2e.Regression.Tests, true},
 		"race-e2e-target":               {kcpe2e.Regression.Tests, false},
@@ -707,7 +707,7 @@ func TestSeriesE2ETests(t *testing.T) {
 	seen := 0
 	for _, pr := range prs {
 		tests := seriesE2ETests(pr.Series)
-		fix, why := failsOnStock(pr, pr.Series)
+		fails, why := failsOnStock(pr, pr.Series)
 		_, name, _ := strings.Cut(pr.Name, "-")
 		w, ok := want[name]
 		if !ok {
@@ -727,8 +727,8 @@ func TestSeriesE2ETests(t *testing.T) {
 		if !slices.Equal(names, w.tests) {
 			t.Errorf("kcp-patches/%s: e2e tests %v, want %v", pr.Name, names, w.tests)
 		}
-		if fix != w.fix {
-			t.Errorf("kcp-patches/%s: fix %t (%s), want %t", pr.Name, fix, why, w.fix)
+		if fails != w.failsOnStock {
+			t.Errorf("kcp-patches/%s: fails on stock %t (%s), want %t", pr.Name, fails, why, w.failsOnStock)
 		}
 	}
 	if seen != len(want) {
