@@ -259,6 +259,9 @@ func Presubmit(ctx context.Context, o PresubmitOptions) (*PresubmitReport, error
 				logf("%s", c)
 				r.Checks[i] = runCheck(ctx, c, dir)
 				logf("%s: %s", c.Name, r.Checks[i].Status)
+				for _, line := range r.Checks[i].Excerpt {
+					logf("  %s", line)
+				}
 			}
 			if pr.Fix {
 				r.RedWithout = redWithout(ctx, env, pr, filepath.Join(work, fmt.Sprint(n)+"-without"), logf)
@@ -321,8 +324,12 @@ func runCheck(ctx context.Context, c Check, tree string) CheckResult {
 		gowork = "GOWORK=" + filepath.Join(tree, "go.work")
 	}
 	// cmd.Environ, not os.Environ: it sets PWD to cmd.Dir, as a shell's cd
-	// does; kcp's Makefile puts its test server's files in $(PWD).
-	cmd.Env = append(slices.DeleteFunc(cmd.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GOWORK=") }), gowork)
+	// does; kcp's Makefile puts its test server's files in $(PWD). The
+	// caller's GOFLAGS and CGO_ENABLED (make test sets -trimpath and cgo
+	// off) are not the upstream CI's: kcp's e2e target runs go test -race.
+	cmd.Env = append(slices.DeleteFunc(cmd.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOWORK=") || strings.HasPrefix(kv, "GOFLAGS=") || strings.HasPrefix(kv, "CGO_ENABLED=")
+	}), gowork)
 	if slices.Contains(c.Command, "-race") {
 		// -race needs cgo, whatever the caller's environment says.
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=1")

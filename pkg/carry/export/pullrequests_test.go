@@ -266,17 +266,23 @@ func TestExportPresubmitReport(t *testing.T) {
 	}
 }
 
-// TestRunCheckPWD: a check sees PWD as its own directory, as after a
-// shell's cd; kcp's Makefile puts its test server's files in $(PWD), so
-// the caller's PWD would send them out of the tree (the e2e check failed so).
-func TestRunCheckPWD(t *testing.T) {
+// TestRunCheckEnvironment: a check sees PWD as its own directory, as after
+// a shell's cd (kcp's Makefile puts its test server's files in $(PWD)), and
+// not the caller's GOFLAGS or CGO_ENABLED (make test's cgo off failed kcp's
+// e2e target, which runs go test -race).
+func TestRunCheckEnvironment(t *testing.T) {
+	t.Setenv("GOFLAGS", "-trimpath")
+	t.Setenv("CGO_ENABLED", "0")
 	tree := t.TempDir()
 	if err := os.Mkdir(filepath.Join(tree, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	want := filepath.Join(tree, "sub")
 	// awk, not sh: sh resets a PWD that is not its directory; make does not.
-	c := Check{Name: "pwd", Dir: "sub", Command: []string{"awk", `BEGIN { if (ENVIRON["PWD"] != "` + want + `") { print "PWD=" ENVIRON["PWD"]; exit 1 } }`}}
+	c := Check{Name: "env", Dir: "sub", Command: []string{"awk", `BEGIN {
+		if (ENVIRON["PWD"] != "` + want + `") { print "PWD=" ENVIRON["PWD"]; exit 1 }
+		if ("GOFLAGS" in ENVIRON || "CGO_ENABLED" in ENVIRON) { print "GOFLAGS=" ENVIRON["GOFLAGS"] " CGO_ENABLED=" ENVIRON["CGO_ENABLED"]; exit 1 }
+	}`}}
 	if r := runCheck(context.Background(), c, tree); r.Status != Green {
 		t.Errorf("runCheck in %s: %s %q", want, r.Status, r.Excerpt)
 	}
