@@ -443,7 +443,9 @@ func kcpChecks(pr *PullRequest) []Check {
 	tests := e2eTests(pr.Patches)
 	for _, dir := range slices.Sorted(maps.Keys(tests)) {
 		checks = append(checks, Check{Name: "e2e", Command: []string{"make", KCPE2ETarget, "WHAT=./" + dir + "/",
-			"TEST_ARGS=-run ^(" + strings.Join(tests[dir], "|") + ")$ " + fmt.Sprintf("-timeout %dm", int(KCPE2ETimeout.Minutes()))},
+			// The recipe puts TEST_ARGS into bash unquoted, after make
+			// expands it: the pattern is quoted for bash, its $ doubled.
+			`TEST_ARGS=-run "^(` + strings.Join(tests[dir], "|") + `)$$" ` + fmt.Sprintf("-timeout %dm", int(KCPE2ETimeout.Minutes()))},
 			Timeout: Duration(KCPE2ETimeout), E2E: true})
 	}
 	return checks

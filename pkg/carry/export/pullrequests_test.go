@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -69,7 +71,7 @@ func TestPullRequestsList(t *testing.T) {
 		{k0, kcp, main, false, nil, []string{}},
 		{k1, kcp, main, false, []string{k0, ForkFixName}, []string{
 			"go vet ./test/e2e/conformance/",
-			"e2e: make test-e2e-shared-minimal WHAT=./test/e2e/conformance/ 'TEST_ARGS=-run ^(TestBuiltInCrossLogicalClusterListPartialObjectMetadata)$ -timeout 60m'"}},
+			"e2e: make test-e2e-shared-minimal WHAT=./test/e2e/conformance/ 'TEST_ARGS=-run \"^(TestBuiltInCrossLogicalClusterListPartialObjectMetadata)$$\" -timeout 60m'"}},
 		{k2, kcp, main, true, []string{k0, k1}, []string{
 			"go test -race -count=1 ./pkg/informer/",
 			"go vet ./pkg/informer/ ./test/integration/framework/"}},
@@ -285,5 +287,57 @@ func TestRunCheckEnvironment(t *testing.T) {
 	}`}}
 	if r := runCheck(context.Background(), c, tree); r.Status != Green {
 		t.Errorf("runCheck in %s: %s %q", want, r.Status, r.Excerpt)
+	}
+}
+
+// TestKCPE2ECheckThroughMake: each e2e check's make command, through a
+// recipe that expands TEST_ARGS as kcp's test-e2e-shared-minimal does
+// (unquoted, in bash), hands go test the pattern whole. Unquoted, bash
+// stopped at the pattern's "(" and make ate its "$".
+func TestKCPE2ECheckThroughMake(t *testing.T) {
+	testfs.NeedCommands(t, "go", "make", "bash")
+	c, err := carryset.Load(testfs.RepoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prs, err := PullRequests(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	testfs.Write(t, filepath.Join(dir, "Makefile"), "SHELL := /usr/bin/env bash -e\n"+KCPE2ETarget+":\n\t@printf '%s\\n' $(WHAT) $(TEST_ARGS) > args\n")
+	seen := 0
+	for _, pr := range prs {
+		for _, c := range pr.Presubmit {
+			if !c.E2E {
+				continue
+			}
+			seen++
+			cmd := exec.Command(c.Command[0], c.Command[1:]...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s: %s: %v\n%s", pr.Name, c, err, out)
+			}
+			args := strings.Fields(testfs.Read(t, filepath.Join(dir, "args")))
+			if len(args) != 5 || args[1] != "-run" || args[3] != "-timeout" {
+				t.Fatalf("%s: go test would get %q", pr.Name, args)
+			}
+			re, err := regexp.Compile(args[2])
+			if err != nil {
+				t.Fatalf("%s: -run %q: %v", pr.Name, args[2], err)
+			}
+			names := e2eTests(pr.Patches)[strings.Trim(strings.TrimPrefix(args[0], "./"), "/")]
+			if len(names) == 0 {
+				t.Errorf("%s: no tests of its own in %s", pr.Name, args[0])
+			}
+			for _, name := range names {
+				if !re.MatchString(name) || re.MatchString(name+"X") || re.MatchString("X"+name) {
+					t.Errorf("%s: -run %q does not match exactly %s", pr.Name, args[2], name)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no e2e check in the list")
 	}
 }
