@@ -43,8 +43,9 @@ type PullRequestResult struct {
 	Applies string `json:"applies,omitempty"`
 	Problem string `json:"problem,omitempty"`
 	// RedWithout, for a fix, is "yes" when its tests failed without its
-	// other changes, "no" when they passed, "timed out" when they only ran
-	// out of time, NotRun when they did not run; "n/a" for the others.
+	// other changes, "no" when they passed, "timed out" or "out of disk"
+	// when they only failed so, NotRun when they did not run; "n/a" for the
+	// others.
 	RedWithout string `json:"redWithout,omitempty"`
 	// Seconds is the wall time of its presubmit.
 	Seconds float64 `json:"seconds,omitempty"`
@@ -57,6 +58,9 @@ type CheckResult struct {
 	// TimedOut says that a red check ran out of time (go test's -timeout,
 	// or the check's allowance): it proves nothing about what it tests.
 	TimedOut bool `json:"timedOut,omitempty"`
+	// NoSpace says that a red check's machine ran out of disk ("no space
+	// left on device"): it proves nothing either.
+	NoSpace bool `json:"noSpace,omitempty"`
 	// Excerpt is the end of a red check's output.
 	Excerpt []string `json:"excerpt,omitempty"`
 	Seconds float64  `json:"seconds,omitempty"`
@@ -70,8 +74,8 @@ func (r PullRequestResult) Presubmit() string {
 	for _, c := range r.Checks {
 		switch c.Status {
 		case Red:
-			if c.TimedOut {
-				c.Name += ", timed out"
+			if why := c.inconclusive(); why != "" {
+				c.Name += ", " + why
 			}
 			red = append(red, c.Name)
 		case Green:
@@ -274,16 +278,28 @@ func Presubmit(ctx context.Context, o PresubmitOptions) (*PresubmitReport, error
 	return report, nil
 }
 
+// inconclusive says why a red check proves nothing of what it tests: it
+// timed out, or its machine ran out of disk; "" when its red is its tests'.
+func (c CheckResult) inconclusive() string {
+	switch {
+	case c.TimedOut:
+		return "timed out"
+	case c.NoSpace:
+		return "out of disk"
+	}
+	return ""
+}
+
 // redWithout runs pr's test checks on the series before it with only its
-// tests: "yes" when one fails, "no" when all pass, "timed out" when the
-// only failures are time-outs.
+// tests: "yes" when one fails, "no" when all pass, and when the only
+// failures prove nothing, why ("timed out", "out of disk").
 func redWithout(ctx context.Context, env *presubmitEnv, pr *PullRequest, tree string, logf func(string, ...any)) string {
 	defer os.RemoveAll(tree)
 	if err := pr.kind.prepare(ctx, env, pr, tree, withoutPR); err != nil {
 		logf("without it: its tests do not apply: %v", err)
 		return "no"
 	}
-	ran, timedOut := false, false
+	ran, inconclusive := false, ""
 	for _, c := range pr.Presubmit {
 		if !c.Tests || c.E2E {
 			continue
@@ -291,17 +307,17 @@ func redWithout(ctx context.Context, env *presubmitEnv, pr *PullRequest, tree st
 		ran = true
 		logf("without it: %s", c)
 		switch r := runCheck(ctx, c, tree); {
-		case r.TimedOut:
-			logf("without it: timed out, which shows nothing")
-			timedOut = true
+		case r.inconclusive() != "":
+			inconclusive = r.inconclusive()
+			logf("without it: %s, which shows nothing", inconclusive)
 		case r.Status == Red:
 			logf("without it: red, as it must be")
 			return "yes"
 		}
 	}
 	switch {
-	case timedOut:
-		return "timed out"
+	case inconclusive != "":
+		return inconclusive
 	case !ran:
 		logf("without it: no check runs its tests")
 	}
@@ -344,6 +360,7 @@ func runCheck(ctx context.Context, c Check, tree string) CheckResult {
 		r.Status, r.Excerpt = Red, append(lines[max(0, len(lines)-20):], err.Error())
 		i := strings.Index(text, "panic: test timed out after")
 		r.TimedOut = ctx.Err() != nil || i >= 0
+		r.NoSpace = strings.Contains(text, "no space left on device")
 		if i >= 0 {
 			// The end of a time-out is goroutine dumps; its first line and
 			// the tests running then say what ran out of time.

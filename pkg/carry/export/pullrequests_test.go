@@ -161,6 +161,8 @@ func TestPresubmitFake(t *testing.T) {
 	// timesOutUnlessGood fails as go test does when its -timeout passes,
 	// unless the tree's state is "good".
 	timesOutUnlessGood := Check{Name: "go test", Command: []string{"sh", "-c", `test "$(cat state)" = good || { echo "panic: test timed out after 3m0s"; exit 1; }`}, Tests: true}
+	// diskFullUnlessGood fails as the go command does on a full disk.
+	diskFullUnlessGood := Check{Name: "go vet", Command: []string{"sh", "-c", `test "$(cat state)" = good || { echo "write /tmp/go-build1/b1/vet.cfg: no space left on device"; exit 1; }`}, Tests: true}
 	prs := []*PullRequest{
 		{Name: "passes", Upstream: "example.com/a", Base: "main", Presubmit: []Check{passIfGood, e2e}, kind: fakeKind{with: "good"}},
 		{Name: "fails", Upstream: "example.com/a", Base: "main", Presubmit: []Check{passIfGood}, kind: fakeKind{with: "bad"}},
@@ -168,6 +170,8 @@ func TestPresubmitFake(t *testing.T) {
 		{Name: "fix-green-without", Upstream: "example.com/b", Base: "v1", Fix: true, Presubmit: []Check{passIfGood}, kind: fakeKind{with: "good", without: "good"}},
 		{Name: "times-out", Upstream: "example.com/c", Base: "v2", Presubmit: []Check{timesOutUnlessGood}, kind: fakeKind{with: "slow"}},
 		{Name: "fix-times-out-without", Upstream: "example.com/c", Base: "v2", Fix: true, Presubmit: []Check{timesOutUnlessGood}, kind: fakeKind{with: "good", without: "slow"}},
+		{Name: "disk-full", Upstream: "example.com/d", Base: "v3", Presubmit: []Check{diskFullUnlessGood}, kind: fakeKind{with: "full"}},
+		{Name: "fix-disk-full-without", Upstream: "example.com/d", Base: "v3", Fix: true, Presubmit: []Check{diskFullUnlessGood}, kind: fakeKind{with: "good", without: "full"}},
 	}
 	for _, tc := range []struct {
 		only []string
@@ -182,7 +186,10 @@ func TestPresubmitFake(t *testing.T) {
 			"fix-green-without example.com/b v1 yes green no",
 			"times-out example.com/c v2 yes red (go test, timed out) n/a",
 			"fix-times-out-without example.com/c v2 yes green timed out",
+			"disk-full example.com/d v3 yes red (go vet, out of disk) n/a",
+			"fix-disk-full-without example.com/d v3 yes green out of disk",
 		}},
+		{[]string{"fix-disk-full-without"}, false, []string{"fix-disk-full-without example.com/d v3 yes green out of disk"}},
 		{[]string{"fix-times-out-without"}, false, []string{"fix-times-out-without example.com/c v2 yes green timed out"}},
 		{[]string{"passes", "fix"}, true, []string{
 			"passes example.com/a main yes green (e2e not run) n/a",
