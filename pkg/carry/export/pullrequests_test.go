@@ -22,14 +22,7 @@ import (
 // them for the files it touches.
 func TestPullRequestsList(t *testing.T) {
 	testfs.NeedCommands(t, "go")
-	c, err := carryset.Load(testfs.RepoRoot(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := PullRequests(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	all := repoPullRequests(t)
 	// A later fork pull request added to staging-patches/pull-requests since
 	// is checked for its place only: after the detector's, before
 	// Kubernetes'.
@@ -303,14 +296,7 @@ func TestRunCheckEnvironment(t *testing.T) {
 // stopped at the pattern's "(" and make ate its "$".
 func TestKCPE2ECheckThroughMake(t *testing.T) {
 	testfs.NeedCommands(t, "go", "make", "bash")
-	c, err := carryset.Load(testfs.RepoRoot(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prs, err := PullRequests(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prs := repoPullRequests(t)
 	dir := t.TempDir()
 	testfs.Write(t, filepath.Join(dir, "Makefile"), "SHELL := /usr/bin/env bash -e\n"+KCPE2ETarget+":\n\t@printf '%s\\n' $(WHAT) $(TEST_ARGS) > args\n")
 	seen := 0
@@ -347,4 +333,18 @@ func TestKCPE2ECheckThroughMake(t *testing.T) {
 	if seen == 0 {
 		t.Fatal("no e2e check in the list")
 	}
+}
+
+// repoPullRequests is this repository's list of pull requests.
+func repoPullRequests(t *testing.T) []*PullRequest {
+	t.Helper()
+	c, err := carryset.Load(testfs.RepoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prs, err := PullRequests(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prs
 }
