@@ -85,12 +85,7 @@ func TestRealKCPSeries(t *testing.T) {
 
 // seriesTest is one top-level e2e test a pull request adds or changes: its
 // package directory in the kcp tree and its name.
-type seriesTest struct {
-	Dir  string `json:"dir"`
-	Name string `json:"name"`
-}
-
-func (s seriesTest) String() string { return s.Dir + "." + s.Name }
+type seriesTest = series.TestFunc
 
 // seriesOutcome is one test's outcome on one kcp.
 type seriesOutcome struct {
@@ -545,11 +540,7 @@ func outcomes(p kcpe2e.Package, res *kcpe2e.Result) []seriesOutcome {
 // change under kcp's test/e2e/: those whose body a hunk's added or removed
 // line is in (the function the hunk header names, or one the hunk starts).
 func seriesE2ETests(s *series.Series) []seriesTest {
-	var tests []seriesTest
-	for _, t := range series.ChangedTests(s.Patches, "test/e2e/") {
-		tests = append(tests, seriesTest{Dir: t.Dir, Name: t.Name})
-	}
-	return tests
+	return series.ChangedTests(s.Patches, "test/e2e/")
 }
 
 // failsOnStock says whether a pull request's e2e tests must fail on stock kcp, and

@@ -15,6 +15,8 @@ type TestFunc struct {
 	Name string `json:"name"`
 }
 
+func (t TestFunc) String() string { return t.Dir + "." + t.Name }
+
 // topLevelTest is the first line of a top-level test function.
 var topLevelTest = regexp.MustCompile(`^func (Test[A-Za-z0-9_]*)\(t \*testing\.T\)`)
 
