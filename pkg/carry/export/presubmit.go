@@ -347,7 +347,8 @@ func runCheck(ctx context.Context, c Check, tree string) CheckResult {
 		return strings.HasPrefix(kv, "GOWORK=") || strings.HasPrefix(kv, "GOFLAGS=") || strings.HasPrefix(kv, "CGO_ENABLED=")
 	}), gowork)
 	if slices.Contains(c.Command, "-race") {
-		// -race needs cgo, whatever the caller's environment says.
+		// -race needs cgo: said outright, so a machine without a C
+		// compiler fails with go's own message about it.
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=1")
 	}
 	var out bytes.Buffer
